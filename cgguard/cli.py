@@ -1,0 +1,111 @@
+"""Command line: `cgguard check|fix|rule ...`. Exit codes: 0 clean, 1 findings, 2 errors."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from cgguard import __version__
+
+
+# Commands that live in other modules, imported only when used (start-up time
+# matters: `cgguard check` runs on every commit). name -> "module:attribute".
+LAZY_COMMANDS = {
+    "doctor": "cgguard.ops.doctor_cli:doctor",
+    "estimate": "cgguard.ops.estimate_cli:estimate",
+    "config": "cgguard.static.config_cli:config",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name in LAZY_COMMANDS and name not in self.commands:
+            import importlib
+
+            module, _, attr = LAZY_COMMANDS[name].partition(":")
+            try:
+                return getattr(importlib.import_module(module), attr)
+            except ImportError:
+                return None
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cgguard")
+def main() -> None:
+    """Find, fix and guard vLLM's per-token CUDA-graph profiling KV cache."""
+
+
+def _report(run, *, fixing: bool) -> int:
+    from cgguard.static.findings import SAFE
+
+    out = click.get_text_stream("stdout")
+    for error in run.errors:
+        click.echo(f"{error.path}: error: {error.reason}", err=True)
+    findings = sorted(run.findings, key=lambda f: f.sort_key())
+    for f in findings:
+        out.write(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n")
+    n_files = len(run.files)
+    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
+    parts = []
+    if fixing:
+        parts.append(f"Fixed {run.fixed} finding{'s' if run.fixed != 1 else ''}.")
+    if findings:
+        parts.append(
+            f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"
+            + (f" ({fixable} fixable with `cgguard fix`)" if fixable and not fixing else "")
+            + f" in {n_files} file{'s' if n_files != 1 else ''} checked."
+        )
+    else:
+        parts.append(f"No findings in {n_files} file{'s' if n_files != 1 else ''} checked.")
+    if run.errors:
+        parts.append(f"{len(run.errors)} error{'s' if len(run.errors) != 1 else ''}.")
+    out.write(" ".join(parts) + "\n")
+    return run.exit_code()
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+def check(paths: tuple[str, ...]) -> None:
+    """Report per-token profiling block counts in PATHS (default: .)."""
+    from cgguard.static.run import check_paths
+
+    run = check_paths(paths or (".",))
+    sys.exit(_report(run, fixing=False))
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe.")
+def fix(paths: tuple[str, ...], diff: bool, unsafe_fixes: bool) -> None:
+    """Rewrite per-token block counts in PATHS (default: .) to upstream's bound."""
+    from cgguard.static.run import fix_paths
+
+    run = fix_paths(paths or (".",), write=not diff, unsafe=unsafe_fixes)
+    if diff:
+        for r in run.files:
+            if r.diff:
+                sys.stdout.write(r.diff)
+    sys.exit(_report(run, fixing=not diff))
+
+
+@main.command()
+@click.argument("code", required=False)
+def rule(code: str | None) -> None:
+    """Print a rule's documentation (all rules' summaries without CODE)."""
+    from cgguard.static.ruledocs import all_rules, get_rule
+
+    if code is None:
+        for r in all_rules():
+            click.echo(f"{r.code}  {r.name}: {r.summary} (fix: {r.fix})")
+        return
+    doc = get_rule(code)
+    if doc is None:
+        click.echo(f"cgguard: error: unknown rule {code!r}", err=True)
+        sys.exit(2)
+    click.echo(f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False)

@@ -1,0 +1,1 @@
+"""Facts shared by the static linter and the runtime guard (no third-party imports)."""

@@ -1,0 +1,213 @@
+"""Check one source text: decide what to parse, run the flow, turn hits into findings.
+
+Two paths give the same findings (a test compares them over all of vLLM):
+
+- the *full* path parses the whole file with :mod:`ast` and walks every scope;
+- the *fast* path (default) first looks for the capture-size substrings every rule
+  needs (most files have none and are never parsed), then parses only the
+  functions that contain them, cut out by indentation. Anything it cannot cut
+  cleanly (a match outside a function, a chunk that does not parse) falls back to
+  the full path for that file.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from cgguard.static import vocabulary as vocab
+from cgguard.static.edits import build_fix
+from cgguard.static.findings import Finding
+from cgguard.static.flow import MAX, ClassFacts, Hit, ScopeFlow
+from cgguard.static.messages import message_for
+
+_NEEDLES = tuple(n.decode() for n in vocab.SOURCE_NEEDLES)
+_DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
+_CLASS = re.compile(r"[ \t]*class[ \t]+(\w+)")
+_SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+_RUNNER_CLASS = re.compile(r"Runner")
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines with their endings, split only where Python's tokenizer splits."""
+    return _LINE.findall(text)
+
+
+def might_match(text: str) -> bool:
+    """Cheap test: can this text contain anything a rule looks at?"""
+    return any(n in text for n in _NEEDLES)
+
+
+def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
+    """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input."""
+    if fast and not might_match(text):
+        return []
+    lines = split_lines(text)
+    hits: list[tuple[Hit, int]] = []  # (hit, line offset of the tree it came from)
+    chunks = _function_chunks(lines) if fast else None
+    if chunks is None:
+        tree = ast.parse(text, filename=path)
+        hits = [(h, 0) for h in _walk(tree, None, lines, 0)]
+    else:
+        for start, end, facts in chunks:
+            indented = lines[start][:1] in (" ", "\t")
+            source = ("if 1:\n" if indented else "") + "".join(lines[start:end])
+            offset = start - (1 if indented else 0)
+            try:
+                tree = ast.parse(source, filename=path)
+            except SyntaxError:
+                return check_source(text, path, fast=False)
+            hits.extend((h, offset) for h in _walk(tree, facts, lines, offset))
+    findings = [_to_finding(h, off, text, lines, path) for h, off in hits]
+    return sorted(set(findings), key=Finding.sort_key)
+
+
+# ---- scopes -----------------------------------------------------------------
+
+
+def _walk(tree: ast.AST, facts: ClassFacts | None, lines: list[str], offset: int) -> list[Hit]:
+    """Run the flow over every scope in ``tree``; methods get their class's facts."""
+    hits: list[Hit] = []
+
+    def visit(node: ast.AST, facts: ClassFacts | None) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+            hits.extend(ScopeFlow(facts, params).run(node.body))
+        elif isinstance(node, ast.ClassDef):
+            start = node.lineno - 1 + offset
+            end = node.end_lineno + offset
+            facts = _class_facts(node.name, lines[start:end])
+            hits.extend(ScopeFlow(None, []).run(node.body))
+        elif isinstance(node, ast.Module):
+            hits.extend(ScopeFlow(None, []).run(node.body))
+        for child in _scope_children(node):
+            visit(child, facts)
+
+    visit(tree, facts)
+    return hits
+
+
+def _scope_children(node: ast.AST):
+    """Function and class definitions directly or indirectly inside ``node``'s scope."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield cur
+        else:
+            stack.extend(ast.iter_child_nodes(cur))
+
+
+def _class_facts(name: str, class_lines: list[str]) -> ClassFacts:
+    attrs = frozenset(_SELF_ATTR.findall("".join(class_lines)))
+    return ClassFacts(name=name, is_runner=bool(_RUNNER_CLASS.search(name)), self_attrs=attrs)
+
+
+def _indent(line: str) -> int | None:
+    """Width of the leading whitespace, None for blank and comment-only lines."""
+    stripped = line.lstrip(" \t")
+    if not stripped.strip() or stripped.startswith("#"):
+        return None
+    return len(line) - len(stripped)
+
+
+def _block_end(lines: list[str], start: int) -> int:
+    """Index after the last line of the block whose header is ``lines[start]``."""
+    base = _indent(lines[start])
+    end = start + 1
+    last = start + 1
+    while end < len(lines):
+        ind = _indent(lines[end])
+        if ind is not None:
+            if ind <= base and end > start + 1 and not _is_continuation(lines, end):
+                break
+            last = end + 1
+        end += 1
+    return last
+
+
+def _is_continuation(lines: list[str], i: int) -> bool:
+    # A multi-line signature closes with ")" or "):" at the def's own indentation.
+    return lines[i].lstrip().startswith(")")
+
+
+def _function_chunks(lines: list[str]):
+    """(start, end, class facts) of each function holding a needle; None to parse all."""
+    chunks: dict[int, tuple[int, int, ClassFacts | None]] = {}
+    for i, line in enumerate(lines):
+        if not any(n in line for n in _NEEDLES):
+            continue
+        stripped = line.lstrip()
+        if stripped.startswith("#"):
+            continue  # a comment: nothing to parse for
+        start = _enclosing(lines, i, _DEF)
+        if start is None:
+            return None
+        if start in chunks:
+            continue
+        end = _block_end(lines, start)
+        if end <= i:
+            return None
+        cls = _enclosing(lines, start, _CLASS)
+        facts = None
+        if cls is not None:
+            facts = _class_facts(_CLASS.match(lines[cls]).group(1), lines[cls:_block_end(lines, cls)])
+        chunks[start] = (start, end, facts)
+    # Nested chunks: keep only outermost functions (their walk covers the inner ones).
+    spans = sorted(chunks.values(), key=lambda c: (c[0], -c[1]))
+    kept: list[tuple[int, int, ClassFacts | None]] = []
+    for c in spans:
+        if kept and c[0] < kept[-1][1]:
+            continue
+        kept.append(c)
+    return kept
+
+
+def _enclosing(lines: list[str], i: int, header: re.Pattern) -> int | None:
+    """Index of the nearest line above ``i`` (by indentation) matching ``header``."""
+    level = _indent(lines[i])
+    if level is None:
+        return None
+    for j in range(i - 1, -1, -1):
+        ind = _indent(lines[j])
+        if ind is None or ind >= level:
+            continue
+        if header.match(lines[j]):
+            return j
+        level = ind
+        if level == 0:
+            return None
+    return None
+
+
+# ---- findings ---------------------------------------------------------------
+
+
+def _to_finding(hit: Hit, offset: int, text: str, lines: list[str], path: str) -> Finding:
+    node = hit.node
+    line = node.lineno + offset
+    end_line = node.end_lineno + offset
+    col = _char_col(lines[line - 1], node.col_offset)
+    end_col = _char_col(lines[end_line - 1], node.end_col_offset)
+    code = "CGG002" if hit.kind == MAX else "CGG001"
+    fix, bound = build_fix(hit, offset, text, lines)
+    return Finding(
+        path=path,
+        line=line,
+        col=col + 1,
+        end_line=end_line,
+        end_col=end_col + 1,
+        code=code,
+        message=message_for(code, hit, lines, offset, bound),
+        fix=fix,
+    )
+
+
+def _char_col(line: str, byte_col: int) -> int:
+    if line.isascii():
+        return byte_col
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))

@@ -1,0 +1,114 @@
+"""What the rules recognise: capture-size sources, block-count sinks, request counts.
+
+Everything here comes from the field notes (section 3). Sources count *tokens*,
+sinks count *blocks* (one per sequence is enough), request counts bound one by
+the other. Keep this module free of logic beyond matching names, so the prefilter
+in :mod:`cgguard.static.scan` can rely on its substrings.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# Attributes holding the largest CUDA-graph capture size (tokens). The second is the
+# name used before vLLM 0.11.1.
+CAPTURE_SIZE_ATTRS = frozenset({"max_cudagraph_capture_size", "max_capture_size"})
+# Sorted lists of capture sizes; ``[-1]`` or ``max(...)`` of them is the largest.
+CAPTURE_LIST_NAMES = frozenset({"cudagraph_batch_sizes", "cudagraph_capture_sizes"})
+
+# Substrings (bytes) a file must contain before it is worth parsing: every source
+# above contains one of them.
+SOURCE_NEEDLES = (b"capture_size", b"batch_sizes")
+
+# Names of request (sequence) counts: ``self.max_num_reqs``, ``scheduler_config.max_num_seqs``...
+REQUEST_COUNT_NAMES = frozenset({"max_num_reqs", "max_num_seqs"})
+
+# Where a value is a number of KV-cache blocks.
+_BLOCK_COUNT_NAME = re.compile(
+    r"""^(?:
+        .*_blocks                       # min_blocks, num_blocks, fixed_num_blocks ...
+      | blocks
+      | num_gpu_blocks_override
+      | num_gpu_blocks
+      | .*profil\w*_(?:rows|slots)      # a layer remembering the profiling cache's rows
+      | .*_(?:rows|slots)_\w*profil\w*
+    )$""",
+    re.VERBOSE,
+)
+# Byte budgets computed from a block count (``count * page_size``).
+BYTE_BUDGET_NAMES = frozenset({"available_memory"})
+# Callees that take a positional block count for the profiling KV cache config.
+_PROFILING_BUILDER = re.compile(r"(?:profil|minimal_kv_cache|kv_cache_config)", re.IGNORECASE)
+
+
+def is_block_count_name(name: str) -> bool:
+    return bool(_BLOCK_COUNT_NAME.match(name))
+
+
+def is_sink_name(name: str) -> bool:
+    """Assignment target / keyword names that receive a block count (or bytes of one)."""
+    return is_block_count_name(name) or name in BYTE_BUDGET_NAMES
+
+
+def is_profiling_builder(callee: str) -> bool:
+    return bool(_PROFILING_BUILDER.search(callee))
+
+
+def last_name(node: ast.AST) -> str | None:
+    """``a.b.c`` -> ``c``; ``c`` -> ``c``; anything else -> None."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``self.cache_config.x`` -> that text; None unless a pure chain of names."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def is_minus_one(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and node.operand.value == 1
+    )
+
+
+def capture_source_kind(node: ast.AST) -> bool:
+    """True for an expression that *is* the largest capture size (tokens).
+
+    ``<x>.max_cudagraph_capture_size``, ``<x>.max_capture_size``,
+    ``<x>.cudagraph_batch_sizes[-1]``, ``max(<x>.cudagraph_capture_sizes)``.
+    """
+    if isinstance(node, ast.Attribute):
+        return node.attr in CAPTURE_SIZE_ATTRS
+    if isinstance(node, ast.Subscript):
+        return last_name(node.value) in CAPTURE_LIST_NAMES and is_minus_one(node.slice)
+    if isinstance(node, ast.Call):
+        return (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "max"
+            and len(node.args) == 1
+            and not node.keywords
+            and last_name(node.args[0]) in CAPTURE_LIST_NAMES
+        )
+    return False
+
+
+def mentions_request_count(node: ast.AST) -> bool:
+    """True when the expression involves a request count anywhere (bounded by it)."""
+    for sub in ast.walk(node):
+        if last_name(sub) in REQUEST_COUNT_NAMES:
+            return True
+    return False
