@@ -80,12 +80,14 @@ def _wrapped(hit, rw, whole, offset, text, lines, target_src, fallback) -> TextE
     newline = line[len(body):] or "\n"
     start_c = _col(line, whole.col_offset)
     end_c = _col(line, whole.end_col_offset)
-    grown = len(body) + len(f"min({hit.request}, )") + (0 if rw.has_fallback else len(f" or {fallback}"))
-    if grown <= MAX_LINE:
-        return None
     before, after = body[:start_c], body[end_c:]
     # Only where the count is the whole right-hand side: `name = <count>  # comment`.
     if not re.search(r"[^=!<>]=\s*$", before) or not re.fullmatch(r"\s*(#.*)?", after):
+        return None
+    # The code's length decides (a trailing comment may run long, as black allows).
+    code_len = len(before) + (end_c - start_c)
+    grown = code_len + len(f"min({hit.request}, )") + (0 if rw.has_fallback else len(f" or {fallback}"))
+    if grown <= MAX_LINE:
         return None
     indent = re.match(r"[ \t]*", body).group(0)
     inner = indent + ("\t" if "\t" in indent else "    ")

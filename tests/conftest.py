@@ -1,0 +1,52 @@
+"""Shared test helpers: where things are, and how to run the real CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The expression vLLM 0.26.0+ uses (multi-line, as in gpu_model_runner.py) and the
+# pre-fix line of 0.18.0-0.25.x: tests plant the latter to make a buggy copy.
+UPSTREAM_FIXED_RUNNER_EXPR = (
+    "(\n"
+    "            min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)\n"
+    "            or 1\n"
+    "        )"
+)
+PRE_FIX_RUNNER_EXPR = "self.compilation_config.max_cudagraph_capture_size or 1"
+
+
+def installed_vllm_dir() -> Path:
+    """The installed vLLM package folder, found without importing vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("vLLM is not installed in the test environment; run scripts/test")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def run_cgguard(*args: str, cwd: Path | str | None = None, input: str | None = None,
+                env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "cgguard", *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="session")
+def vllm_dir() -> Path:
+    return installed_vllm_dir()

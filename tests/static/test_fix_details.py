@@ -1,0 +1,101 @@
+"""Fix safety, messages and request-count choice, beyond what the rule cases show."""
+
+from __future__ import annotations
+
+import ast
+
+from cgguard.shared.bound import bound_source, profiling_block_bound
+from cgguard.static.findings import DISPLAY_ONLY, UNSAFE
+from cgguard.static.ruledocs import get_rule
+from cgguard.static.run import fix_source_text
+from cgguard.static.scan import check_source
+
+
+def _case(code: str, name: str) -> str:
+    return (get_rule(code).folder / "cases" / "flagged" / name).read_text()
+
+
+def test_no_request_count_in_scope_says_which_expression_to_use():
+    (finding,) = check_source(_case("CGG001", "no_request_count_in_scope.py"), "x.py")
+    assert finding.fix is None
+    assert "no automatic fix" in finding.message
+    assert (
+        "min(<max_num_reqs or scheduler_config.max_num_seqs>, "
+        "compilation_config.max_cudagraph_capture_size) or 1" in finding.message
+    )
+
+
+def test_capture_size_that_may_be_none_gets_an_unsafe_fix_applied_only_on_request():
+    text = _case("CGG001", "capture_size_may_be_none.py")
+    (finding,) = check_source(text, "x.py")
+    assert finding.fix.applicability == UNSAFE
+    assert "None" in finding.fix.description
+    assert fix_source_text(text, "x.py").new_text == text
+    fixed = fix_source_text(text, "x.py", unsafe=True).new_text
+    assert "min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)" in fixed
+    assert check_source(fixed, "x.py") == []
+
+
+def test_cgg002_is_display_only_with_the_bounded_suggestion():
+    text = _case("CGG002", "max_with_request_count.py")
+    first, second = check_source(text, "x.py")
+    assert first.code == second.code == "CGG002"
+    assert first.fix.applicability == DISPLAY_ONLY
+    assert "min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size) or 1" in first.message
+    assert "max(16, vllm_config" not in second.message
+    assert "min(vllm_config.scheduler_config.max_num_seqs" in second.message
+    assert fix_source_text(text, "x.py").new_text == text
+
+
+def test_fix_keeps_every_other_byte():
+    text = _case("CGG001", "walrus_and_try_finally.py")
+    fixed = fix_source_text(text, "x.py").new_text
+    # Only insertions: removing them gives the original back.
+    stripped = fixed.replace("min(self.max_num_reqs, ", "", 2)
+    stripped = stripped.replace("capture_size) or 1) > 0", "capture_size or 1) > 0")
+    stripped = stripped.replace("max_cudagraph_capture_size)  # expect", "max_cudagraph_capture_size  # expect")
+    assert stripped == text
+    assert "or 1  # at least one block" in fixed
+
+
+def test_fix_adds_parentheses_where_precedence_needs_them():
+    text = (
+        "class FooModelRunner:\n"
+        "    def f(self, page_size):\n"
+        "        return build(available_memory=self.compilation_config.max_cudagraph_capture_size * page_size)\n"
+    )
+    fixed = fix_source_text(text, "x.py").new_text
+    assert (
+        "available_memory=(min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size) or 1)"
+        " * page_size" in fixed
+    )
+    ast.parse(fixed)
+
+
+def test_fix_uses_the_files_own_line_endings_and_tabs_when_wrapping():
+    text = (
+        "class FooModelRunner:\r\n"
+        "\tdef f(self):\r\n"
+        "\t\tmin_blocks = self.compilation_config.max_cudagraph_capture_size or 1\r\n"
+        "\t\treturn min_blocks\r\n"
+    )
+    fixed = fix_source_text(text, "x.py").new_text
+    assert fixed == (
+        "class FooModelRunner:\r\n"
+        "\tdef f(self):\r\n"
+        "\t\tmin_blocks = (\r\n"
+        "\t\t\tmin(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)\r\n"
+        "\t\t\tor 1\r\n"
+        "\t\t)\r\n"
+        "\t\treturn min_blocks\r\n"
+    )
+
+
+def test_the_fix_and_the_runtime_bound_are_the_same_formula():
+    src = bound_source("max_num_reqs", "max_cudagraph_capture_size")
+    for reqs, cap in [(4, 512), (256, 8192), (512, 8), (0, 512), (4, 0), (4, None)]:
+        expected = eval(src.replace("max_cudagraph_capture_size", "(max_cudagraph_capture_size or 0)"),
+                        {"max_num_reqs": reqs, "max_cudagraph_capture_size": cap})
+        assert profiling_block_bound(reqs, cap) == expected
+    assert profiling_block_bound(4, 512) == 4
+    assert profiling_block_bound(256, 8192) == 256
