@@ -1,0 +1,94 @@
+"""`cgguard doctor`: is the installed vLLM (or a source tree) affected, and what to do.
+
+Exit codes: 0 not affected, 1 affected, 2 no answer (no vLLM found, bad path,
+files that could not be checked).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from cgguard.ops.doctor import AFFECTED_RELEASES, Diagnosis, DoctorError, diagnose_installed, diagnose_path
+from cgguard.shared.modes import MODE_ENV
+
+
+def _guard_line(d: Diagnosis) -> str:
+    g = d.guard
+    if not g.plugin_registered:
+        where = "not registered (no `cgguard` entry point in vllm.general_plugins)"
+    elif not g.allowed_by_vllm_plugins:
+        where = f"registered ({g.entry_point}) but left out by VLLM_PLUGINS"
+    else:
+        where = f"registered ({g.entry_point})"
+    setting = f"{MODE_ENV}={g.mode_env}" if g.mode_env is not None else f"{MODE_ENV} unset"
+    return f"Runtime guard: plugin {where}; {setting} gives mode {g.mode!r}"
+
+
+def _render_text(d: Diagnosis) -> str:
+    lines = []
+    if d.source == "installed":
+        lines.append(f"vLLM: {d.distribution} {d.vllm_version or '(no version)'} at {d.location}")
+    else:
+        lines.append(f"Source tree: {d.location} (version {d.vllm_version or 'unknown'})")
+    affecting = sorted((f for f in d.findings if f.code == "CGG001"), key=lambda f: f.sort_key())
+    plural = "s" if d.files_checked != 1 else ""
+    if d.affected:
+        lines.append(
+            f"AFFECTED: {len(affecting)} per-token profiling block count{'s' if len(affecting) != 1 else ''} "
+            f"in {d.files_checked} file{plural} checked:"
+        )
+    else:
+        lines.append(f"Not affected: no per-token profiling block count in {d.files_checked} file{plural} checked.")
+    for f in sorted(d.findings, key=lambda f: f.sort_key()):
+        lines.append(f"  {f.path}:{f.line}:{f.col}: {f.code} {f.message}")
+    in_range = d.in_affected_releases
+    if in_range is not None:
+        where = "inside" if in_range else "outside"
+        lines.append(f"Version {d.vllm_version} is {where} vLLM's affected releases ({AFFECTED_RELEASES}).")
+    lines.append(_guard_line(d))
+    for other in d.others:
+        lines.append(
+            f"Also installed: {other.name} {other.version} at {other.package_dir} "
+            "(not the one `import vllm` loads; not checked)"
+        )
+    lines.append(f"Advice: {d.advice}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.option("--path", "path", metavar="DIR", help="Check a source checkout (vLLM, a fork or a plugin) instead.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--site",
+    "sites",
+    multiple=True,
+    hidden=True,
+    metavar="DIR",
+    help="Look for installed distributions in DIR instead of sys.path (repeatable).",
+)
+def doctor(path: str | None, fmt: str, sites: tuple[str, ...]) -> None:
+    """Is the installed vLLM affected by the per-token profiling KV cache? What to do.
+
+    Finds vLLM through package metadata (never imports it), checks the source
+    files it installed, and reports where the bug sits, whether the cgguard
+    runtime guard is active, and what to do. Exit code 1 when affected.
+    """
+    try:
+        if path is not None and sites:
+            raise DoctorError("--path and --site cannot be combined")
+        d = diagnose_path(path) if path is not None else diagnose_installed(list(sites) or None)
+    except DoctorError as exc:
+        if fmt == "json":
+            click.echo(json.dumps({"vllm_version": None, "affected": False, "error": str(exc)}, indent=2))
+        click.echo(f"cgguard doctor: error: {exc}", err=True)
+        sys.exit(2)
+    for error in d.errors:
+        click.echo(f"{error.path}: error: {error.reason}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps(d.to_json(), indent=2))
+    else:
+        click.echo(_render_text(d), nl=False)
+    sys.exit(d.exit_code())
