@@ -18,7 +18,36 @@ LAZY_COMMANDS = {
 }
 
 
+# --verbose shows the traceback of an internal error (a bug in cgguard); without
+# it every problem is one line naming the file, and no traceback is printed.
+_VERBOSE = {"on": False}
+
+
+def _set_verbose(ctx, param, value):
+    if value:
+        _VERBOSE["on"] = True
+
+
+verbose_option = click.option(
+    "--verbose", "-v", is_flag=True, expose_value=False, is_eager=True, callback=_set_verbose,
+    help="Show the traceback of internal errors (for bug reports).",
+)
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx):
+        _VERBOSE["on"] = False  # set again by the subcommand's own --verbose
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a bug outside any one file
+            if _VERBOSE["on"]:
+                raise
+            click.echo(f"cgguard: internal error: {type(exc).__name__}: {exc}"
+                       " (run with --verbose for the traceback)", err=True)
+            ctx.exit(2)
+
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
 
@@ -44,8 +73,11 @@ def _report(run, *, fixing: bool) -> int:
     from cgguard.static.findings import SAFE
 
     out = click.get_text_stream("stdout")
-    for error in run.errors:
-        click.echo(f"{error.path}: error: {error.reason}", err=True)
+    for r in run.files:
+        if r.error is not None:
+            click.echo(f"{r.error.path}: error: {r.error.reason}", err=True)
+            if _VERBOSE["on"] and getattr(r, "traceback", None):
+                click.echo(r.traceback.rstrip("\n"), err=True)
     findings = sorted(run.findings, key=lambda f: f.sort_key())
     for f in findings:
         out.write(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n")
@@ -70,6 +102,7 @@ def _report(run, *, fixing: bool) -> int:
 
 @main.command()
 @click.argument("paths", nargs=-1)
+@verbose_option
 def check(paths: tuple[str, ...]) -> None:
     """Report per-token profiling block counts in PATHS (default: .)."""
     from cgguard.static.run import check_paths
@@ -82,6 +115,7 @@ def check(paths: tuple[str, ...]) -> None:
 @click.argument("paths", nargs=-1)
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe.")
+@verbose_option
 def fix(paths: tuple[str, ...], diff: bool, unsafe_fixes: bool) -> None:
     """Rewrite per-token block counts in PATHS (default: .) to upstream's bound."""
     from cgguard.static.run import fix_paths

@@ -1,19 +1,23 @@
 """Apply fixes to a source text, with a safety net.
 
 Fixes are applied, the result is re-parsed and re-checked, and the loop repeats
-until nothing changes (at most ``MAX_ROUNDS`` times). A result that does not parse
-is never returned: the caller gets the original text and the reason.
+until nothing changes (at most ``MAX_ROUNDS`` rounds). The caller never gets a
+text that does not parse, nor one from a loop that did not settle: in both cases
+it gets the original text back with ``error`` saying why, so nothing is written.
 """
 
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
 from cgguard.static.findings import SAFE, UNSAFE, Finding, TextEdit
 
-MAX_ROUNDS = 5
+# Each round fixes every non-overlapping finding at once, so one round is the
+# norm; overlapping fixes (a count nested in another) need one more round each.
+MAX_ROUNDS = 8
 
 Checker = Callable[[str], list[Finding]]
 
@@ -33,6 +37,9 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
 
 def apply_edits(text: str, edits: list[TextEdit]) -> str:
     """Apply non-overlapping edits (later ones first, so offsets stay valid)."""
+    for edit in edits:
+        if not 0 <= edit.start <= edit.end <= len(text):
+            raise ValueError(f"edit {edit.start}..{edit.end} outside the text (length {len(text)})")
     out = text
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         out = out[: edit.start] + edit.text + out[edit.end :]
@@ -53,32 +60,61 @@ def _non_overlapping(findings: list[Finding]) -> tuple[list[Finding], list[TextE
     return taken, edits
 
 
+def parses(text: str) -> None:
+    """Raise if ``text`` is not valid Python (warnings about its content are not ours to print)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ast.parse(text)
+
+
 def fix_text(text: str, check: Checker, *, unsafe: bool = False) -> FixOutcome:
     outcome = FixOutcome(text=text)
     current = text
+    seen = {text}
     findings = check(current)
     for _ in range(MAX_ROUNDS):
         todo = [f for f in findings if applicable(f, unsafe)]
         if not todo:
             break
         taken, edits = _non_overlapping(todo)
-        candidate = apply_edits(current, edits)
         try:
-            ast.parse(candidate)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            return FixOutcome(
-                text=text,
-                remaining=check(text),
-                error=f"fix not applied: the fixed source would not parse ({_reason(exc)})",
-            )
+            candidate = apply_edits(current, edits)
+        except ValueError as exc:
+            return _refused(text, check, f"fix not applied: {exc}")
         if candidate == current:
             break
+        try:
+            parses(candidate)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return _refused(
+                text, check, f"fix not applied: the fixed source would not parse ({_reason(exc)})"
+            )
+        if candidate in seen:
+            return _refused(text, check, "fix not applied: the fixes undo each other")
+        seen.add(candidate)
         outcome.applied.extend(taken)
         current = candidate
         findings = check(current)
+    else:
+        if _would_change(current, findings, unsafe):
+            return _refused(text, check, f"fix not applied: still changing after {MAX_ROUNDS} rounds")
     outcome.text = current
     outcome.remaining = findings
     return outcome
+
+
+def _would_change(current: str, findings: list[Finding], unsafe: bool) -> bool:
+    todo = [f for f in findings if applicable(f, unsafe)]
+    if not todo:
+        return False
+    try:
+        return apply_edits(current, _non_overlapping(todo)[1]) != current
+    except ValueError:
+        return True
+
+
+def _refused(text: str, check: Checker, reason: str) -> FixOutcome:
+    return FixOutcome(text=text, remaining=check(text), error=reason)
 
 
 def _reason(exc: BaseException) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -34,6 +36,7 @@ class FileResult:
     diff: str = ""
     fixed_count: int = 0
     new_text: str | None = None
+    traceback: str | None = None  # an internal error's traceback, shown with --verbose
 
 
 @dataclass
@@ -107,19 +110,22 @@ def _checker(path: str, finding_filter: FindingFilter | None, text_for_filter: l
     return check
 
 
+def _quiet_check(text: str, path: str) -> list[Finding]:
+    # The parser warns about the file's content (invalid escapes, `is` with a
+    # literal, ...) on stderr; that is not ours to print, one line per file is.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return check_source(text, path)
+
+
 def check_text(text: str, path: str, finding_filter: FindingFilter | None = None) -> FileResult:
     result = FileResult(path)
     try:
-        findings = check_source(text, path)
+        result.findings = _checker(path, finding_filter)(text)
     except SyntaxError as exc:
         result.error = FileError(path, f"syntax error at line {exc.lineno}: {exc.msg}")
-        return result
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error = FileError(path, _parse_failure(exc))
-        return result
-    if finding_filter is not None:
-        findings = finding_filter(path, text, findings)
-    result.findings = findings
     return result
 
 
@@ -134,15 +140,17 @@ def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileRe
 def fix_source_text(
     text: str, path: str, finding_filter: FindingFilter | None = None, *, unsafe: bool = False
 ) -> FileResult:
-    """Fix one text in memory; ``new_text`` holds the result."""
+    """Fix one text in memory; ``new_text`` holds the result (the original on any error)."""
     result = check_text(text, path, finding_filter)
     if result.error is not None:
         return result
-    check = _checker(path, finding_filter, [])
     try:
-        outcome = fix_text(text, check, unsafe=unsafe)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        result.error = FileError(path, _parse_failure(exc))
+        outcome = fix_text(text, _checker(path, finding_filter), unsafe=unsafe)
+    except SyntaxError as exc:
+        result.error = FileError(path, f"fix not applied: syntax error at line {exc.lineno}: {exc.msg}")
+        return result
+    except (ValueError, RecursionError, MemoryError) as exc:
+        result.error = FileError(path, f"fix not applied: {_parse_failure(exc)}")
         return result
     result.findings = outcome.remaining
     result.new_text = outcome.text
@@ -165,24 +173,67 @@ def fix_source_text(
 def fix_file(
     path: str, finding_filter: FindingFilter | None = None, *, write: bool = True, unsafe: bool = False
 ) -> FileResult:
+    """Fix one file. It is written only when its bytes change, atomically, and only
+    when the untouched parts are sure to come back byte for byte."""
     try:
-        source = _load(path)
+        data = sourcefile.read_bytes(path)
+        source = sourcefile.decode(data)
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
     result = fix_source_text(source.text, path, finding_filter, unsafe=unsafe)
-    if write and result.changed and result.new_text is not None:
+    if not result.changed or result.new_text is None:
+        return result
+    try:
+        if sourcefile.encode(source, source.text) != data:
+            # An encoding that does not round-trip would rewrite bytes nobody fixed.
+            raise _NotWritten(f"fix not applied: {source.encoding} does not round-trip this file's bytes")
+        new_data = sourcefile.encode(source, result.new_text)
+    except UnicodeEncodeError as exc:
+        return _not_written(result, f"fix not applied: the fix cannot be encoded as {source.encoding} ({exc.reason})")
+    except _NotWritten as exc:
+        return _not_written(result, str(exc))
+    if new_data == data:
+        return _not_written(result, None)
+    if write:
         try:
-            sourcefile.write_atomic(path, sourcefile.encode(source, result.new_text))
-        except (OSError, UnicodeEncodeError) as exc:
-            result.error = FileError(path, f"could not write the fixed file: {exc}")
-            result.changed = False
+            sourcefile.write_atomic(path, new_data, expected=data)
+        except sourcefile.SourceError as exc:
+            return _not_written(result, str(exc))
     return result
+
+
+class _NotWritten(Exception):
+    pass
+
+
+def _not_written(result: FileResult, reason: str | None) -> FileResult:
+    """The file stays as it was: report what the fix would have done as not done."""
+    if reason is not None:
+        result.error = FileError(result.path, reason)
+    result.changed = False
+    result.fixed_count = 0
+    result.diff = ""
+    return result
+
+
+def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
+    """Run one file's work; an unexpected exception becomes that file's error line
+    (with the traceback kept for --verbose) and the run goes on."""
+    try:
+        return work(path)
+    except Exception as exc:  # noqa: BLE001 - a bug must not stop the other files
+        result = FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
+        result.traceback = traceback.format_exc()
+        return result
 
 
 def check_paths(paths: Iterable[str], finding_filter: FindingFilter | None = None) -> RunResult:
     run = RunResult()
     for path, error in iter_python_files(paths):
-        run.files.append(FileResult(path, error=error) if error else check_file(path, finding_filter))
+        if error:
+            run.files.append(FileResult(path, error=error))
+        else:
+            run.files.append(_guarded(path, lambda p: check_file(p, finding_filter)))
     return run
 
 
@@ -198,7 +249,9 @@ def fix_paths(
         if error:
             run.files.append(FileResult(path, error=error))
         else:
-            run.files.append(fix_file(path, finding_filter, write=write, unsafe=unsafe))
+            run.files.append(
+                _guarded(path, lambda p: fix_file(p, finding_filter, write=write, unsafe=unsafe))
+            )
     return run
 
 
@@ -206,5 +259,5 @@ def _parse_failure(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "too deeply nested to parse"
     if isinstance(exc, MemoryError):
-        return "too large to parse"
+        return "too large or too deeply nested to parse"
     return f"cannot parse: {exc}"

@@ -1,13 +1,17 @@
 """Reading and writing Python source files without losing a byte.
 
 Decoding follows PEP 263 (coding cookie, UTF-8 BOM); writing re-encodes with the
-same encoding and BOM, keeps the file mode, and replaces the file atomically
-(temporary file in the same folder, then rename), so a killed run leaves the old
-file or the new one, never half of either.
+same encoding and BOM, keeps the file mode (and owner, where allowed), and
+replaces the file atomically (temporary file in the same folder, then rename), so
+a killed run leaves the old file or the new one, never half of either.
+
+Every failure is a :class:`SourceError` whose str() is one line naming the reason;
+nothing here prints or lets an OSError escape.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -16,6 +20,11 @@ import tokenize
 from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
+
+# Temporary files of an atomic write: ".cgguard-XXXX.tmp" beside the target. The
+# ".tmp" suffix keeps a leftover from a killed run out of file discovery.
+TEMP_PREFIX = ".cgguard-"
+TEMP_SUFFIX = ".tmp"
 
 
 class SourceError(Exception):
@@ -36,19 +45,31 @@ def decode(data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        reason = str(getattr(exc, "msg", exc))
+        if "invalid or missing encoding declaration" in reason:
+            # No cookie and the first lines are not UTF-8: say where, as for any
+            # other invalid UTF-8 byte.
+            _decode_or_raise(data[len(BOM):] if bom else data, "utf-8", 3 if bom else 0)
+        raise SourceError(f"bad encoding declaration: {reason}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     body = data[len(BOM):] if bom else data
+    return Source(_decode_or_raise(body, encoding, 3 if bom else 0), encoding, bom)
+
+
+def _decode_or_raise(body: bytes, encoding: str, shift: int) -> str:
     try:
-        text = body.decode(encoding)
+        return body.decode(encoding)
     except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (body.rfind(b"\n", 0, exc.start) + 1) + 1
+        name = "UTF-8" if encoding.replace("_", "-").lower() in ("utf-8", "utf8") else encoding
         raise SourceError(
-            f"cannot decode as {encoding}: invalid byte at offset {exc.start + (3 if bom else 0)}"
+            f"not valid {name}: byte 0x{body[exc.start]:02x} at line {line}, column {col}"
+            f" (offset {exc.start + shift})"
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
-    return Source(text, encoding, bom)
 
 
 def encode(source: Source, text: str) -> bytes:
@@ -57,35 +78,97 @@ def encode(source: Source, text: str) -> bytes:
 
 
 def read_bytes(path: str) -> bytes:
+    """The file's bytes. Only regular files are read: a FIFO or a device named
+    ``*.py`` would block or never end, so it is refused before any read."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
-    except FileNotFoundError:
-        raise SourceError("no such file") from None
-    except PermissionError:
-        raise SourceError("permission denied") from None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise SourceError(exc.strerror or str(exc)) from None
+        raise SourceError(_os_reason(path, exc)) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise SourceError("is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise SourceError(f"not a regular file ({_kind(st.st_mode)})")
+        chunks = []
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise SourceError(_os_reason(path, exc)) from None
+    finally:
+        os.close(fd)
 
 
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data``: same folder temp file, fsync, rename; keeps the mode."""
-    real = os.path.realpath(path)  # write through a symlink, keep the link
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a plain file"
+
+
+def _os_reason(path: str, exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "broken symbolic link" if os.path.islink(path) else "no such file"
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.EISDIR:
+        return "is a directory"
+    return exc.strerror or str(exc)
+
+
+def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> None:
+    """Replace ``path`` with ``data``: same-folder temp file, fsync, rename.
+
+    Keeps the mode (and owner and group where the process may set them). Writes
+    through a symbolic link, keeping the link. With ``expected``, the file must
+    still hold exactly those bytes (it was not edited while being fixed), or
+    nothing is written. Raises :class:`SourceError` with a one-line reason.
+    """
+    real = os.path.realpath(path)
     folder = os.path.dirname(real) or "."
-    mode = stat.S_IMODE(os.stat(real).st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=".cgguard-", suffix=".tmp", dir=folder)
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        raise SourceError(f"could not write the fixed file: {_os_reason(path, exc)}") from None
+    if expected is not None:
+        try:
+            now = read_bytes(real)
+        except SourceError as exc:
+            raise SourceError(f"could not write the fixed file: {exc}") from None
+        if now != expected:
+            raise SourceError("changed on disk while being fixed; not written")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
+    except OSError as exc:
+        raise SourceError(
+            f"could not write the fixed file: {_os_reason(folder, exc)} (creating a temporary file in {folder})"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        if hasattr(os, "chown"):
+            try:
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except OSError:
+                pass  # not allowed (not root): the file becomes ours, as any editor's save would
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
         os.replace(tmp, real)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise SourceError(f"could not write the fixed file: {_os_reason(real, exc)}") from None
         raise
