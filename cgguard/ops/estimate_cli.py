@@ -1,0 +1,204 @@
+"""`cgguard estimate MODEL_DIR`: the profiling KV cache for a model, per-token vs per-sequence.
+
+Pure arithmetic over the model's config.json (no vLLM, no torch, no weights).
+Exit codes: 0 done, 2 bad input (missing or malformed config field, bad option).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from cgguard.ops.memory import (
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_CAPTURE_CEILING,
+    DEFAULT_MAX_NUM_SEQS,
+    KV_CACHE_DTYPES,
+    MODEL_DTYPES,
+    EstimateError,
+    bytes_per_block,
+    default_capture_size,
+    kv_heads_per_rank,
+    profiling_estimate,
+    resolve_kv_dtype,
+    token_layer_bytes,
+)
+from cgguard.ops.model_config import ConfigError, ModelShape, load_model_shape
+from cgguard.ops.units import human_bytes
+from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
+
+
+def _parse_capture_sizes(text: str) -> int:
+    """``"1,2,4,8"`` -> 8: the profiling cache follows the largest captured size."""
+    sizes = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit() or int(part) <= 0:
+            raise EstimateError(f"--cudagraph-capture-sizes: {part!r} is not a positive integer")
+        sizes.append(int(part))
+    if not sizes:
+        raise EstimateError("--cudagraph-capture-sizes: no sizes given")
+    return max(sizes)
+
+
+def _shape_text(shape: ModelShape, tp: int) -> str:
+    kind = shape.model_type or "model"
+    if shape.mla:
+        attn = f"MLA: kv_lora_rank {shape.kv_lora_rank} + qk_rope_head_dim {shape.qk_rope_head_dim}"
+    else:
+        per_rank = kv_heads_per_rank(shape, tp)
+        rank_note = f" ({per_rank} per rank)" if tp > 1 else ""
+        attn = f"{shape.num_kv_heads} KV heads{rank_note} x head_dim {shape.head_dim}"
+    return f"{kind}, {shape.num_layers} layers, {attn}"
+
+
+def _v(t: tuple[int, int, int]) -> str:
+    return ".".join(map(str, t))
+
+
+@click.command()
+@click.argument("model_dir", metavar="MODEL_DIR")
+@click.option("--max-num-seqs", type=click.IntRange(min=1), help=f"vLLM's max_num_seqs [default: {DEFAULT_MAX_NUM_SEQS}]")
+@click.option(
+    "--max-cudagraph-capture-size",
+    type=click.IntRange(min=1),
+    help=f"Largest CUDA-graph capture size in tokens [default: vLLM's, min(2 x max_num_seqs, {DEFAULT_CAPTURE_CEILING})]",
+)
+@click.option("--cudagraph-capture-sizes", metavar="N,N,...", help="Capture sizes list; the largest counts.")
+@click.option("--block-size", type=click.IntRange(min=1), help=f"Tokens per KV block [default: {DEFAULT_BLOCK_SIZE}]")
+@click.option(
+    "--kv-cache-dtype",
+    type=click.Choice(KV_CACHE_DTYPES),
+    default="auto",
+    show_default=True,
+    help="auto follows the model dtype; fp8 variants take 1 byte.",
+)
+@click.option(
+    "--dtype",
+    "model_dtype",
+    type=click.Choice(MODEL_DTYPES),
+    default="auto",
+    show_default=True,
+    help="vLLM's --dtype (what kv-cache-dtype auto follows).",
+)
+@click.option("--tensor-parallel-size", "-tp", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def estimate(
+    model_dir: str,
+    max_num_seqs: int | None,
+    max_cudagraph_capture_size: int | None,
+    cudagraph_capture_sizes: str | None,
+    block_size: int | None,
+    kv_cache_dtype: str,
+    model_dtype: str,
+    tensor_parallel_size: int,
+    fmt: str,
+) -> None:
+    """Memory the CUDA-graph profiling KV cache takes for the model in MODEL_DIR.
+
+    MODEL_DIR is a local folder with a Hugging Face config.json. Compares vLLM
+    0.18.0-0.25.x (one block per token of the largest captured graph) with the
+    fix (one block per sequence), per GPU.
+    """
+    try:
+        if max_cudagraph_capture_size is not None and cudagraph_capture_sizes is not None:
+            raise EstimateError("give --max-cudagraph-capture-size or --cudagraph-capture-sizes, not both")
+        listed_capture = _parse_capture_sizes(cudagraph_capture_sizes) if cudagraph_capture_sizes else None
+        shape = load_model_shape(model_dir)
+        kv = resolve_kv_dtype(kv_cache_dtype, model_dtype, shape)
+    except (ConfigError, EstimateError) as exc:
+        click.echo(f"cgguard estimate: error: {exc}", err=True)
+        sys.exit(2)
+
+    assumed: list[str] = []
+    if max_num_seqs is None:
+        max_num_seqs = DEFAULT_MAX_NUM_SEQS
+        assumed.append(f"max_num_seqs {max_num_seqs} (vLLM's default on GPU)")
+    if listed_capture is not None:
+        capture = listed_capture
+    elif max_cudagraph_capture_size is not None:
+        capture = max_cudagraph_capture_size
+    else:
+        capture = default_capture_size(max_num_seqs)
+        assumed.append(
+            f"capture size {capture} tokens (vLLM's default, min(2 x max_num_seqs, {DEFAULT_CAPTURE_CEILING}); "
+            "1024 on Blackwell)"
+        )
+    if block_size is None:
+        block_size = DEFAULT_BLOCK_SIZE
+        assumed.append(f"block size {block_size} (vLLM's usual default; some attention backends use more)")
+
+    notes: list[str] = []
+    if shape.has_sliding_window:
+        notes.append("sliding-window layers are counted like full-attention layers")
+    if shape.mla and tensor_parallel_size > 1:
+        notes.append("the MLA latent cache is replicated on every rank, not split")
+    if not shape.mla and shape.num_kv_heads is not None and shape.num_kv_heads < tensor_parallel_size:
+        notes.append(f"{shape.num_kv_heads} KV heads over {tensor_parallel_size} ranks: each rank keeps 1")
+
+    per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
+    block_bytes = bytes_per_block(shape, kv, block_size, tensor_parallel_size)
+    est = profiling_estimate(block_bytes, max_num_seqs, capture)
+
+    if fmt == "json":
+        out = {
+            "model": {
+                "config": shape.config_path,
+                "model_type": shape.model_type,
+                "text_section": shape.text_section,
+                "attention": "mla" if shape.mla else "standard",
+                "num_layers": shape.num_layers,
+                "num_kv_heads": shape.num_kv_heads,
+                "kv_heads_per_rank": kv_heads_per_rank(shape, tensor_parallel_size),
+                "head_dim": shape.head_dim,
+                "kv_lora_rank": shape.kv_lora_rank,
+                "qk_rope_head_dim": shape.qk_rope_head_dim,
+            },
+            "kv_cache_dtype": kv.name,
+            "kv_cache_dtype_source": kv.source,
+            "settings": {
+                "max_num_seqs": max_num_seqs,
+                "capture_size": capture,
+                "block_size": block_size,
+                "tensor_parallel_size": tensor_parallel_size,
+            },
+            "bytes_per_token_per_layer": per_layer,
+            "bytes_per_block": block_bytes,
+            "per_token": {"blocks": est.per_token.blocks, "bytes": est.per_token.bytes},
+            "per_sequence": {"blocks": est.per_sequence.blocks, "bytes": est.per_sequence.bytes},
+            "ratio": round(est.ratio, 3),
+            "assumed": assumed,
+            "notes": notes,
+        }
+        click.echo(json.dumps(out, indent=2))
+        return
+
+    rows = [
+        (f"per-token    (vLLM {_v(FIRST_AFFECTED)}-{FIRST_FIXED[0]}.{FIRST_FIXED[1] - 1}.x)", est.per_token),
+        (f"per-sequence (vLLM {_v(FIRST_FIXED)}+)", est.per_sequence),
+    ]
+    header = "Profiling KV cache, per GPU"
+    label_w = max(len(header), *(len(r[0]) for r in rows))
+    blocks_w = max(len("blocks"), *(len(f"{r[1].blocks:,}") for r in rows))
+    lines = [
+        f"Model:          {shape.config_path} ({_shape_text(shape, tensor_parallel_size)})",
+        f"KV cache dtype: {kv.name} ({kv.source})",
+        f"Per block:      {human_bytes(block_bytes)} ({block_bytes:,} bytes = {shape.num_layers} layers x "
+        f"{block_size} tokens x {per_layer:,} bytes)",
+        f"Settings:       max_num_seqs {max_num_seqs}, capture size {capture} tokens, block size {block_size}, "
+        f"tensor parallel {tensor_parallel_size}",
+        "",
+        f"{header.ljust(label_w)}  {'blocks'.rjust(blocks_w)}  memory",
+    ]
+    for label, size in rows:
+        lines.append(f"{label.ljust(label_w)}  {f'{size.blocks:,}'.rjust(blocks_w)}  {human_bytes(size.bytes)}")
+    lines.append(f"per-token / per-sequence: {est.ratio:.3g}x")
+    if assumed:
+        lines.append("Assumed: " + "; ".join(assumed) + ".")
+    if notes:
+        lines.append("Note: " + "; ".join(notes) + ".")
+    click.echo("\n".join(lines))
