@@ -69,18 +69,24 @@ def main() -> None:
     """Find, fix and guard vLLM's per-token CUDA-graph profiling KV cache."""
 
 
+def _printable(line: str) -> str:
+    """A file name that is not valid UTF-8 (kept by the OS as surrogate escapes) is
+    shown as ``\\xff`` escapes: printing it raw would fail on a strict stream."""
+    return line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _report(run, *, fixing: bool) -> int:
     from cgguard.static.findings import SAFE
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     for r in run.files:
         if r.error is not None:
-            click.echo(f"{r.error.path}: error: {r.error.reason}", err=True)
+            click.echo(_printable(f"{r.error.path}: error: {r.error.reason}"), err=True)
             if _VERBOSE["on"] and getattr(r, "traceback", None):
                 click.echo(r.traceback.rstrip("\n"), err=True)
     findings = sorted(run.findings, key=lambda f: f.sort_key())
     for f in findings:
-        out.write(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n")
+        out.write(_printable(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}") + "\n")
     n_files = len(run.files)
     fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
     parts = []
