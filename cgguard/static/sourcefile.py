@@ -50,6 +50,8 @@ def decode(data: bytes) -> Source:
             # No cookie and the first lines are not UTF-8: say where, as for any
             # other invalid UTF-8 byte.
             _decode_or_raise(data[len(BOM):] if bom else data, "utf-8", 3 if bom else 0)
+        if bom and reason.startswith("encoding problem"):
+            reason = "the file starts with a UTF-8 BOM but its coding cookie names another encoding"
         raise SourceError(f"bad encoding declaration: {reason}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
