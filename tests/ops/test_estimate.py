@@ -1,0 +1,240 @@
+"""`cgguard estimate` against hand-computed figures (field notes, section 4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cgguard.ops.estimate_cli import estimate
+from tests.conftest import run_cgguard
+
+KiB, MiB, GiB = 1024, 1024**2, 1024**3
+
+# Llama-3-8B's config.json (the fields that matter, as published): no head_dim, so
+# head_dim = 4096 // 32 = 128.
+LLAMA3_8B = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "num_hidden_layers": 32,
+    "vocab_size": 128256,
+    "torch_dtype": "bfloat16",
+}
+
+# DeepSeek-V3's config.json: MLA with a 512-wide latent and 64 rope dims.
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "num_hidden_layers": 61,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "torch_dtype": "bfloat16",
+}
+
+
+def model(tmp_path: Path, config: dict | str, name: str = "model") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    return d
+
+
+def run_json(*args: str) -> dict:
+    result = CliRunner().invoke(estimate, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_llama3_8b_field_notes_example(tmp_path):
+    d = model(tmp_path, LLAMA3_8B)
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--max-num-seqs", "256")
+    # 32 layers x 16 tokens x (2 x 8 heads x 128 x 2 bytes) = 2 MiB
+    assert out["bytes_per_token_per_layer"] == 2 * 8 * 128 * 2 == 4 * KiB
+    assert out["bytes_per_block"] == 32 * 16 * 4096 == 2 * MiB
+    assert out["per_token"] == {"blocks": 8192, "bytes": 16 * GiB}
+    assert out["per_sequence"] == {"blocks": 256, "bytes": 512 * MiB}
+    assert out["ratio"] == 32
+    assert out["assumed"] == ["block size 16 (vLLM's usual default; some attention backends use more)"]
+
+    text = CliRunner().invoke(estimate, [str(d), "--max-cudagraph-capture-size", "8192"])
+    assert text.exit_code == 0
+    assert "2 MiB (2,097,152 bytes" in text.stdout
+    lines = text.stdout.splitlines()
+    per_token = next(line for line in lines if line.startswith("per-token "))
+    per_seq = next(line for line in lines if line.startswith("per-sequence"))
+    assert per_token.split()[-3:] == ["8,192", "16", "GiB"]
+    assert per_seq.split()[-3:] == ["256", "512", "MiB"]
+    assert "per-token / per-sequence: 32x" in text.stdout
+    assert "max_num_seqs 256 (vLLM's default on GPU)" in text.stdout  # said it was assumed
+
+
+def test_llama3_8b_tensor_parallel_2(tmp_path):
+    d = model(tmp_path, LLAMA3_8B)
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--tensor-parallel-size", "2")
+    # 4 KV heads per rank: half the block.
+    assert out["model"]["kv_heads_per_rank"] == 4
+    assert out["bytes_per_block"] == 32 * 16 * (2 * 4 * 128 * 2) == 1 * MiB
+    assert out["per_token"] == {"blocks": 8192, "bytes": 8 * GiB}
+    assert out["per_sequence"] == {"blocks": 256, "bytes": 256 * MiB}
+
+
+def test_more_ranks_than_kv_heads_keep_one_head_each(tmp_path):
+    d = model(tmp_path, LLAMA3_8B)
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "-tp", "16")
+    assert out["model"]["kv_heads_per_rank"] == 1
+    assert out["bytes_per_block"] == 32 * 16 * (2 * 1 * 128 * 2) == 256 * KiB
+    assert out["notes"] == ["8 KV heads over 16 ranks: each rank keeps 1"]
+
+
+def test_deepseek_v3_mla(tmp_path):
+    d = model(tmp_path, DEEPSEEK_V3)
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--max-num-seqs", "256")
+    # (512 + 64) x 2 bytes per token per layer, no K/V doubling: 1,152 bytes.
+    assert out["model"]["attention"] == "mla"
+    assert out["bytes_per_token_per_layer"] == (512 + 64) * 2 == 1152
+    assert out["bytes_per_block"] == 61 * 16 * 1152 == 1_124_352
+    assert out["per_token"] == {"blocks": 8192, "bytes": 8192 * 1_124_352}  # 8.58 GiB
+    assert out["per_sequence"] == {"blocks": 256, "bytes": 256 * 1_124_352}  # 274.5 MiB
+    # MLA is replicated, not split, across tensor-parallel ranks.
+    tp8 = run_json(str(d), "--max-cudagraph-capture-size", "8192", "-tp", "8")
+    assert tp8["bytes_per_block"] == 1_124_352
+    assert "replicated on every rank" in tp8["notes"][0]
+
+
+def test_kv_cache_dtypes(tmp_path):
+    llama = model(tmp_path, LLAMA3_8B, "llama")
+    ds = model(tmp_path, DEEPSEEK_V3, "ds")
+    assert run_json(str(llama), "--kv-cache-dtype", "fp8")["bytes_per_block"] == 1 * MiB
+    assert run_json(str(llama), "--kv-cache-dtype", "fp8_e5m2")["bytes_per_block"] == 1 * MiB
+    assert run_json(str(ds), "--kv-cache-dtype", "fp8")["bytes_per_block"] == 61 * 16 * 576
+    # DeepSeek's packed fp8 layout: 656 bytes per token per layer.
+    assert run_json(str(ds), "--kv-cache-dtype", "fp8_ds_mla")["bytes_per_block"] == 61 * 16 * 656
+    bad = CliRunner().invoke(estimate, [str(llama), "--kv-cache-dtype", "fp8_ds_mla"])
+    assert bad.exit_code == 2
+    assert bad.stderr == "cgguard estimate: error: --kv-cache-dtype fp8_ds_mla needs an MLA model (config has no kv_lora_rank)\n"
+
+
+def test_float32_checkpoint_follows_vllm_dtype_resolution(tmp_path):
+    d = model(tmp_path, {**LLAMA3_8B, "torch_dtype": "float32"})
+    auto = run_json(str(d))
+    assert auto["bytes_per_block"] == 2 * MiB  # vLLM's --dtype auto runs float32 checkpoints in 16 bits
+    assert "16 bits" in auto["kv_cache_dtype_source"]
+    assert run_json(str(d), "--dtype", "float32")["bytes_per_block"] == 4 * MiB
+
+
+def test_capture_sizes_list_uses_its_largest(tmp_path):
+    d = model(tmp_path, LLAMA3_8B)
+    out = run_json(str(d), "--cudagraph-capture-sizes", "1,2,4,8,16,8192,512")
+    assert out["settings"]["capture_size"] == 8192
+    assert out["per_token"]["bytes"] == 16 * GiB
+
+
+def test_defaults_are_vllms_and_said_to_be_assumed(tmp_path):
+    d = model(tmp_path, LLAMA3_8B)
+    out = run_json(str(d))
+    assert out["settings"] == {"max_num_seqs": 256, "capture_size": 512, "block_size": 16, "tensor_parallel_size": 1}
+    assert out["per_token"] == {"blocks": 512, "bytes": 1 * GiB}
+    assert out["per_sequence"] == {"blocks": 256, "bytes": 512 * MiB}
+    assert [a.split(" (")[0] for a in out["assumed"]] == ["max_num_seqs 256", "capture size 512 tokens", "block size 16"]
+    # vLLM's default capture size follows max_num_seqs: min(2 x 8, 512) = 16.
+    small = run_json(str(d), "--max-num-seqs", "8")
+    assert small["settings"]["capture_size"] == 16
+    assert (small["per_token"]["blocks"], small["per_sequence"]["blocks"]) == (16, 8)
+
+
+def test_more_sequences_than_capture_tokens_costs_the_same(tmp_path):
+    d = model(tmp_path, LLAMA3_8B)
+    out = run_json(str(d), "--max-num-seqs", "1024", "--max-cudagraph-capture-size", "512", "--block-size", "32")
+    assert out["bytes_per_block"] == 4 * MiB
+    assert out["per_token"] == out["per_sequence"] == {"blocks": 512, "bytes": 2 * GiB}
+    assert out["ratio"] == 1
+
+
+def test_multimodal_text_config_and_explicit_head_dim(tmp_path):
+    text = {k: v for k, v in LLAMA3_8B.items() if k != "torch_dtype"}
+    llava = {
+        "model_type": "llava",
+        "torch_dtype": "bfloat16",
+        "text_config": text,
+        "vision_config": {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16},
+    }
+    out = run_json(str(model(tmp_path, llava, "llava")))
+    assert out["model"]["text_section"] == "text_config" and out["model"]["num_layers"] == 32
+    assert out["bytes_per_block"] == 2 * MiB
+
+    # Gemma-style: head_dim given (not hidden_size // heads), sliding-window layers.
+    gemma = {
+        "model_type": "gemma3_text", "hidden_size": 2560, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "head_dim": 256, "num_hidden_layers": 34, "sliding_window": 1024, "torch_dtype": "bfloat16",
+        "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+    }
+    g = run_json(str(model(tmp_path, gemma, "gemma")))
+    assert g["bytes_per_block"] == 34 * 16 * (2 * 4 * 256 * 2)
+    assert g["notes"] == ["sliding-window layers are counted like full-attention layers"]
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({k: v for k, v in LLAMA3_8B.items() if k != "num_hidden_layers"}, "missing field 'num_hidden_layers'"),
+        ({**LLAMA3_8B, "num_key_value_heads": "8"}, "field 'num_key_value_heads' must be a positive integer, got '8'"),
+        ({**LLAMA3_8B, "num_attention_heads": 0}, "field 'num_attention_heads' must be a positive integer, got 0"),
+        ({k: v for k, v in LLAMA3_8B.items() if k != "hidden_size"}, "missing field 'hidden_size'"),
+        ({**LLAMA3_8B, "torch_dtype": "int8"}, "field 'torch_dtype' must be one of bfloat16, float16, float32, got 'int8'"),
+        ({k: v for k, v in DEEPSEEK_V3.items() if k != "qk_rope_head_dim"}, "missing field 'qk_rope_head_dim'"),
+        ({"model_type": "llava", "text_config": {"num_attention_heads": 32}}, "missing field 'num_hidden_layers' (looked in text_config and the top level)"),
+        ('{"num_hidden_layers": 32,', "not valid JSON (line 1, column 26"),
+        ("[1, 2]", "expected a JSON object, got list"),
+    ],
+)
+def test_bad_config_names_the_field_and_exits_2(tmp_path, config, message):
+    d = model(tmp_path, config)
+    result = CliRunner().invoke(estimate, [str(d)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"cgguard estimate: error: {d / 'config.json'}: {message}")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-cudagraph-capture-size", "512", "--cudagraph-capture-sizes", "1,2"], "not both"),
+        (["--cudagraph-capture-sizes", "1,x"], "--cudagraph-capture-sizes: 'x' is not a positive integer"),
+        (["--cudagraph-capture-sizes", ","], "--cudagraph-capture-sizes: no sizes given"),
+    ],
+)
+def test_bad_options_exit_2(tmp_path, args, message):
+    d = model(tmp_path, LLAMA3_8B)
+    result = CliRunner().invoke(estimate, [str(d), *args])
+    assert result.exit_code == 2
+    assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_missing_model_dir_and_missing_config(tmp_path):
+    result = CliRunner().invoke(estimate, [str(tmp_path / "nope")])
+    assert (result.exit_code, result.stderr) == (2, f"cgguard estimate: error: {tmp_path / 'nope'}: no such directory\n")
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(estimate, [str(tmp_path / "empty")])
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'empty' / 'config.json'}: no such file" in result.stderr
+
+
+def test_real_cli_registers_estimate(tmp_path):
+    # Through `python -m cgguard` (the lazily registered command), a config.json path works too.
+    d = model(tmp_path, LLAMA3_8B)
+    proc = run_cgguard("estimate", str(d / "config.json"), "--max-cudagraph-capture-size", "8192", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["per_token"]["bytes"] == 16 * GiB
