@@ -15,7 +15,9 @@ counts in vLLM and its forks are straight-line code, and a forward walk sees
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from cgguard.static import vocabulary as vocab
 
@@ -60,13 +62,26 @@ class Hit:
     request: str | None  # request-count expression the fix would use
 
 
-@dataclass
 class ClassFacts:
-    """What a class offers as a request count, read from its source text."""
+    """What a class offers as a request count, read from its source text.
 
-    name: str
-    is_runner: bool
-    self_attrs: frozenset[str] = field(default_factory=frozenset)
+    ``self_attrs`` (the attributes the class assigns on ``self``) is read only when
+    a fix needs it: most classes the flow passes through never produce a hit.
+    """
+
+    _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
+
+    def __init__(self, name: str, class_lines: Callable[[], list[str]]):
+        self.name = name
+        self.is_runner = "Runner" in name
+        self._class_lines = class_lines
+        self._attrs: frozenset[str] | None = None
+
+    @property
+    def self_attrs(self) -> frozenset[str]:
+        if self._attrs is None:
+            self._attrs = frozenset(self._SELF_ATTR.findall("".join(self._class_lines())))
+        return self._attrs
 
 
 # A marker stored in the environment for locals holding a request count.
@@ -74,8 +89,17 @@ _REQUEST = object()
 
 
 class ScopeFlow:
-    def __init__(self, class_facts: ClassFacts | None, params: list[str]):
+    def __init__(
+        self,
+        class_facts: ClassFacts | None,
+        params: list[str],
+        has_needle: Callable[[ast.AST], bool] = lambda node: True,
+    ):
         self.class_facts = class_facts
+        # Whether a node's lines mention a capture size; with no taint in the scope yet,
+        # expressions that do not cannot reach a sink with one.
+        self.has_needle = has_needle
+        self.tainted = False
         self.env: dict[str, object] = {}
         self.aliases: dict[str, ast.expr] = {}  # local name -> expression it aliases
         for p in params:
@@ -299,12 +323,13 @@ class ScopeFlow:
             result = self.sink(value, sink=key)
         else:
             result = self.taint_of(value)
-            if result is None and self._is_request(value) and isinstance(value, (ast.Name, ast.Attribute)):
+            if result is None and isinstance(value, (ast.Name, ast.Attribute)) and self._is_request(value):
                 result = _REQUEST
         if result is None:
             self.env.pop(key, None)
         else:
             self.env[key] = result
+            self.tainted = self.tainted or isinstance(result, Taint)
         if isinstance(target, ast.Name):
             if isinstance(value, (ast.Name, ast.Attribute, ast.Call)):
                 self.aliases[target.id] = value
@@ -313,6 +338,8 @@ class ScopeFlow:
 
     def expr(self, node: ast.expr) -> None:
         """Find sinks inside an expression: keywords, builder arguments, walrus targets."""
+        if not self.tainted and not self.has_needle(node):
+            return
         stack: list[ast.AST] = [node]
         while stack:
             cur = stack.pop()

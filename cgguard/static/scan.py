@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
 
 from cgguard.static import vocabulary as vocab
 from cgguard.static.edits import build_fix
@@ -24,16 +26,34 @@ from cgguard.static.messages import message_for
 _NEEDLES = tuple(n.decode() for n in vocab.SOURCE_NEEDLES)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 _CLASS = re.compile(r"[ \t]*class[ \t]+(\w+)")
-_SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
-_RUNNER_CLASS = re.compile(r"Runner")
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
+# Characters str.splitlines() breaks at but Python's tokenizer does not.
+_ODD_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def split_lines(text: str) -> list[str]:
     """Physical lines with their endings, split only where Python's tokenizer splits."""
+    if _ODD_BREAKS.search(text) is None:
+        return text.splitlines(keepends=True)  # same result, much faster
     return _LINE.findall(text)
+
+
+_NEEDLE = re.compile("|".join(map(re.escape, _NEEDLES)))
+
+
+def _needle_lines(text: str, lines: list[str]) -> list[int]:
+    """1-based numbers of the lines holding a needle, ascending."""
+    starts = list(accumulate(map(len, lines), initial=0))
+    found: list[int] = []
+    for m in _NEEDLE.finditer(text):
+        n = bisect_right(starts, m.start())
+        if not found or found[-1] != n:
+            found.append(n)
+    return found
 
 
 def might_match(text: str) -> bool:
@@ -46,11 +66,14 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     if fast and not might_match(text):
         return []
     lines = split_lines(text)
+    # 1-based numbers of the lines that mention a capture size: scopes and statements
+    # without one cannot start a taint, so the flow skips them (exactly, not heuristically).
+    needles = _needle_lines(text, lines)
     hits: list[tuple[Hit, int]] = []  # (hit, line offset of the tree it came from)
-    chunks = _function_chunks(lines) if fast else None
+    chunks = _function_chunks(lines, needles) if fast else None
     if chunks is None:
         tree = ast.parse(text, filename=path)
-        hits = [(h, 0) for h in _walk(tree, None, lines, 0)]
+        hits = [(h, 0) for h in _walk(tree, None, lines, 0, needles)]
     else:
         for start, end, facts in chunks:
             indented = lines[start][:1] in (" ", "\t")
@@ -60,7 +83,7 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
                 tree = ast.parse(source, filename=path)
             except SyntaxError:
                 return check_source(text, path, fast=False)
-            hits.extend((h, offset) for h in _walk(tree, facts, lines, offset))
+            hits.extend((h, offset) for h in _walk(tree, facts, lines, offset, needles))
     findings = [_to_finding(h, off, text, lines, path) for h, off in hits]
     return sorted(set(findings), key=Finding.sort_key)
 
@@ -68,43 +91,57 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
 # ---- scopes -----------------------------------------------------------------
 
 
-def _walk(tree: ast.AST, facts: ClassFacts | None, lines: list[str], offset: int) -> list[Hit]:
+def _walk(
+    tree: ast.AST, facts: ClassFacts | None, lines: list[str], offset: int, needles: list[int]
+) -> list[Hit]:
     """Run the flow over every scope in ``tree``; methods get their class's facts."""
     hits: list[Hit] = []
+
+    def has_needle(node: ast.AST) -> bool:
+        lo = getattr(node, "lineno", None)
+        if lo is None:
+            return True
+        i = bisect_left(needles, lo + offset)
+        return i < len(needles) and needles[i] <= node.end_lineno + offset
 
     def visit(node: ast.AST, facts: ClassFacts | None) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
-            hits.extend(ScopeFlow(facts, params).run(node.body))
+            hits.extend(ScopeFlow(facts, params, has_needle).run(node.body))
         elif isinstance(node, ast.ClassDef):
             start = node.lineno - 1 + offset
             end = node.end_lineno + offset
-            facts = _class_facts(node.name, lines[start:end])
-            hits.extend(ScopeFlow(None, []).run(node.body))
+            facts = _class_facts(node.name, lines, start, end)
+            hits.extend(ScopeFlow(None, [], has_needle).run(node.body))
         elif isinstance(node, ast.Module):
-            hits.extend(ScopeFlow(None, []).run(node.body))
-        for child in _scope_children(node):
+            hits.extend(ScopeFlow(None, [], has_needle).run(node.body))
+        for child in _scope_children(node, has_needle):
             visit(child, facts)
 
-    visit(tree, facts)
+    if needles:
+        visit(tree, facts)
     return hits
 
 
-def _scope_children(node: ast.AST):
-    """Function and class definitions directly or indirectly inside ``node``'s scope."""
-    stack = list(ast.iter_child_nodes(node))
+def _scope_children(node: ast.AST, has_needle):
+    """Function and class definitions inside ``node``'s scope that mention a capture size."""
+    stack = [c for c in ast.iter_child_nodes(node) if has_needle(c)]
     while stack:
         cur = stack.pop()
         if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield cur
         else:
-            stack.extend(ast.iter_child_nodes(cur))
+            stack.extend(c for c in ast.iter_child_nodes(cur) if has_needle(c))
 
 
-def _class_facts(name: str, class_lines: list[str]) -> ClassFacts:
-    attrs = frozenset(_SELF_ATTR.findall("".join(class_lines)))
-    return ClassFacts(name=name, is_runner=bool(_RUNNER_CLASS.search(name)), self_attrs=attrs)
+def _class_facts(name: str, lines: list[str], start: int, end: int | None) -> ClassFacts:
+    """Facts of the class whose header is ``lines[start]`` (its end found when needed)."""
+
+    def class_lines() -> list[str]:
+        return lines[start : end if end is not None else _block_end(lines, start)]
+
+    return ClassFacts(name, class_lines)
 
 
 def _indent(line: str) -> int | None:
@@ -131,16 +168,17 @@ def _block_end(lines: list[str], start: int) -> int:
 
 
 def _is_continuation(lines: list[str], i: int) -> bool:
-    # A multi-line signature closes with ")" or "):" at the def's own indentation.
-    return lines[i].lstrip().startswith(")")
+    # A bracket closed at the opening line's indentation (`):` of a multi-line
+    # signature, `)` of a call) continues that line; it opens no block.
+    return lines[i].lstrip()[:1] in (")", "]", "}")
 
 
-def _function_chunks(lines: list[str]):
+def _function_chunks(lines: list[str], needles: list[int]):
     """(start, end, class facts) of each function holding a needle; None to parse all."""
     chunks: dict[int, tuple[int, int, ClassFacts | None]] = {}
-    for i, line in enumerate(lines):
-        if not any(n in line for n in _NEEDLES):
-            continue
+    class_facts: dict[int, ClassFacts] = {}
+    for i in (n - 1 for n in needles):
+        line = lines[i]
         stripped = line.lstrip()
         if stripped.startswith("#"):
             continue  # a comment: nothing to parse for
@@ -155,7 +193,10 @@ def _function_chunks(lines: list[str]):
         cls = _enclosing(lines, start, _CLASS)
         facts = None
         if cls is not None:
-            facts = _class_facts(_CLASS.match(lines[cls]).group(1), lines[cls:_block_end(lines, cls)])
+            if cls not in class_facts:
+                name = _CLASS.match(lines[cls]).group(1)
+                class_facts[cls] = _class_facts(name, lines, cls, None)
+            facts = class_facts[cls]
         chunks[start] = (start, end, facts)
     # Nested chunks: keep only outermost functions (their walk covers the inner ones).
     spans = sorted(chunks.values(), key=lambda c: (c[0], -c[1]))
@@ -174,7 +215,7 @@ def _enclosing(lines: list[str], i: int, header: re.Pattern) -> int | None:
         return None
     for j in range(i - 1, -1, -1):
         ind = _indent(lines[j])
-        if ind is None or ind >= level:
+        if ind is None or ind >= level or _is_continuation(lines, j):
             continue
         if header.match(lines[j]):
             return j
