@@ -12,6 +12,7 @@ import sys
 import click
 
 from cgguard.ops.doctor import AFFECTED_RELEASES, Diagnosis, DoctorError, diagnose_installed, diagnose_path
+from cgguard.ops.guard_status import guard_status
 from cgguard.shared.modes import MODE_ENV
 
 
@@ -81,8 +82,16 @@ def doctor(path: str | None, fmt: str, sites: tuple[str, ...]) -> None:
             raise DoctorError("--path and --site cannot be combined")
         d = diagnose_path(path) if path is not None else diagnose_installed(list(sites) or None)
     except DoctorError as exc:
-        if fmt == "json":
-            click.echo(json.dumps({"vllm_version": None, "affected": False, "error": str(exc)}, indent=2))
+        if fmt == "json":  # the same keys as an answer, so consumers need no second schema
+            document = {
+                "vllm_version": None,
+                "affected": False,
+                "findings": [],
+                "guard": guard_status(list(sites) or None).to_json(),
+                "advice": str(exc),
+                "error": str(exc),
+            }
+            click.echo(json.dumps(document, indent=2))
         click.echo(f"cgguard doctor: error: {exc}", err=True)
         sys.exit(2)
     for error in d.errors:

@@ -133,6 +133,11 @@ def estimate(
         assumed.append(f"block size {block_size} (vLLM's usual default; some attention backends use more)")
 
     notes: list[str] = []
+    if shape.hybrid:
+        notes.append(
+            "hybrid model: vLLM enlarges the attention block size to match the recurrent-state pages "
+            "(often thousands of tokens); pass the block size vLLM logs as --block-size for a realistic figure"
+        )
     if shape.has_sliding_window:
         notes.append("sliding-window layers are counted like full-attention layers")
     if shape.mla and tensor_parallel_size > 1:

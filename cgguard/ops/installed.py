@@ -14,7 +14,7 @@ import importlib.metadata as metadata
 import importlib.util
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 PACKAGE = "vllm"
@@ -118,6 +118,5 @@ def find_installed_vllm(search_path: Sequence[str] | None = None) -> list[Instal
             )
         )
     if found and not any(d.imported for d in found):
-        first = found[0]
-        found[0] = InstalledVllm(**{**first.__dict__, "imported": True})
+        found[0] = replace(found[0], imported=True)
     return found

@@ -47,6 +47,7 @@ class ModelShape:
     dtype: str | None  # canonical checkpoint dtype; None when config.json has none
     dtype_field: str | None  # where dtype came from, e.g. "torch_dtype"
     has_sliding_window: bool  # some layers use a window; counted as full layers here
+    hybrid: bool  # Mamba / linear-attention layers beside attention ones
     text_section: str | None  # e.g. "text_config" when the text model is nested
 
 
@@ -128,6 +129,21 @@ def _has_sliding_window(fields: _Fields) -> bool:
     return fields.raw("sliding_window") is not None and not switched_off
 
 
+# Fields only hybrid (Mamba / linear-attention) configs carry. vLLM enlarges such a
+# model's attention block size to match the recurrent-state pages (field notes, 4).
+HYBRID_FIELDS = ("mamba_d_state", "ssm_state_size", "mamba_expand", "hybrid_override_pattern",
+                 "layers_block_type", "linear_num_key_heads", "attn_layer_indices")
+
+
+def _is_hybrid(fields: _Fields) -> bool:
+    if fields.raw(*HYBRID_FIELDS) is not None:
+        return True
+    layer_types = fields.raw("layer_types")
+    return layer_types is not None and isinstance(layer_types[1], list) and any(
+        isinstance(t, str) and any(k in t for k in ("mamba", "linear", "conv", "ssm")) for t in layer_types[1]
+    )
+
+
 def load_model_shape(model_dir: str) -> ModelShape:
     path = _config_path(model_dir)
     top = _load_json(path)
@@ -144,6 +160,7 @@ def load_model_shape(model_dir: str) -> ModelShape:
         dtype=dtype,
         dtype_field=dtype_field,
         has_sliding_window=_has_sliding_window(fields),
+        hybrid=_is_hybrid(fields),
         text_section=section,
     )
     if fields.raw("kv_lora_rank") is not None:

@@ -210,7 +210,10 @@ def test_no_vllm_installed_is_an_error(tmp_path):
         assert result.stderr.count("\n") == 1
         assert "no installed distribution provides the `vllm` package" in result.stderr
         assert "Traceback" not in result.output
-    assert json.loads(result.stdout) == {"vllm_version": None, "affected": False, "error": result.stderr.split("error: ", 1)[1].strip()}
+    out = json.loads(result.stdout)
+    assert (out["vllm_version"], out["affected"], out["findings"]) == (None, False, [])
+    assert out["error"] == out["advice"] == result.stderr.split("error: ", 1)[1].strip()
+    assert out["guard"]["plugin_registered"] is False  # nothing at all is installed in that folder
 
 
 def test_path_on_a_source_checkout_then_fix(tmp_path, buggy_runner_text):

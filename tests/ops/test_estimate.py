@@ -185,6 +185,19 @@ def test_multimodal_text_config_and_explicit_head_dim(tmp_path):
     assert g["notes"] == ["sliding-window layers are counted like full-attention layers"]
 
 
+def test_hybrid_model_is_flagged(tmp_path):
+    # A Mamba/attention hybrid: the block size vLLM uses is not 16, and the output says so.
+    hybrid = {
+        "model_type": "nemotron_h", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "head_dim": 128, "num_hidden_layers": 52, "hybrid_override_pattern": "M-M-M-M*-" * 5 + "M-M-M-M",
+        "mamba_d_state": 128, "torch_dtype": "bfloat16",
+    }
+    out = run_json(str(model(tmp_path, hybrid)), "--block-size", "1024")
+    assert out["bytes_per_block"] == 52 * 1024 * (2 * 8 * 128 * 2)
+    assert len(out["notes"]) == 1 and out["notes"][0].startswith("hybrid model")
+    assert run_json(str(model(tmp_path, LLAMA3_8B, "plain")))["notes"] == []
+
+
 @pytest.mark.parametrize(
     "config, message",
     [
