@@ -75,63 +75,174 @@ def _printable(line: str) -> str:
     return line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _report(run, *, fixing: bool) -> int:
-    from cgguard.static.findings import SAFE
-
-    out = sys.stdout
+def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = None,
+            sources=None, out=None) -> int:
+    out = out or sys.stdout
     for r in run.files:
         if r.error is not None:
             click.echo(_printable(f"{r.error.path}: error: {r.error.reason}"), err=True)
             if _VERBOSE["on"] and getattr(r, "traceback", None):
                 click.echo(r.traceback.rstrip("\n"), err=True)
-    findings = sorted(run.findings, key=lambda f: f.sort_key())
-    for f in findings:
-        out.write(_printable(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}") + "\n")
-    n_files = len(run.files)
-    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
-    parts = []
-    if fixing:
-        parts.append(f"Fixed {run.fixed} finding{'s' if run.fixed != 1 else ''}.")
-    if findings:
-        parts.append(
-            f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}"
-            + (f" ({fixable} fixable with `cgguard fix`)" if fixable and not fixing else "")
-            + f" in {n_files} file{'s' if n_files != 1 else ''} checked."
-        )
+    from cgguard.static.formats import MACHINE_FORMATS, Sources, render, summary
+
+    document = _printable(render(run, fmt, fixing=fixing, sources=sources or Sources()))
+    if output_file is not None:
+        try:
+            with open(output_file, "w", encoding="utf-8") as fh:
+                fh.write(document)
+        except OSError as exc:
+            click.echo(f"cgguard: error: cannot write {output_file}: {exc.strerror or exc}", err=True)
+            return 2
     else:
-        parts.append(f"No findings in {n_files} file{'s' if n_files != 1 else ''} checked.")
-    if run.errors:
-        parts.append(f"{len(run.errors)} error{'s' if len(run.errors) != 1 else ''}.")
-    out.write(" ".join(parts) + "\n")
+        out.write(document)
+    if fmt in MACHINE_FORMATS:  # keep the document alone on its stream
+        click.echo(summary(run, fixing=fixing), err=True)
     return run.exit_code()
 
 
+FORMATS = ("text", "full", "json", "sarif", "github")  # see cgguard.static.formats
+
+
+def _run_options(command):
+    """Options `check` and `fix` share: settings, discovery, standard input, output."""
+    for option in reversed((
+        click.argument("paths", nargs=-1),
+        click.option("--config", "config_file", metavar="PATH",
+                     help="Read settings from this file (pyproject.toml [tool.cgguard], or cgguard.toml)."),
+        click.option("--isolated", is_flag=True, help="Ignore every configuration file."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+                     help="Output format."),
+        click.option("--output-file", "-o", metavar="PATH",
+                     help="Write the report to PATH instead of standard output."),
+        click.option("--force-exclude/--no-force-exclude", default=None,
+                     help="Apply exclude/extend-exclude to paths named on the command line too."),
+        click.option("--stdin-filename", metavar="PATH",
+                     help="With `-`: the path to report and to match settings against."),
+        verbose_option,
+    )):
+        command = option(command)
+    return command
+
+
+def _settings(paths, config_file, isolated, stdin_filename, **overrides):
+    """Resolved settings, or exit 2 with one line naming the file and key."""
+    from cgguard.static.config import ConfigError, resolve, with_overrides
+
+    if "-" in paths and len(paths) > 1:
+        click.echo("cgguard: error: `-` (standard input) cannot be combined with other paths", err=True)
+        sys.exit(2)
+    start = stdin_filename if paths == ("-",) else paths[0]
+    try:
+        settings = resolve(config=config_file, isolated=isolated, start=start or ".")
+    except ConfigError as exc:
+        click.echo(f"cgguard: error: {exc}", err=True)
+        sys.exit(2)
+    return with_overrides(settings, **overrides)
+
+
+def _read_stdin(name: str):
+    """(text, bytes, FileResult with the error or None) for source piped in as `-`."""
+    from cgguard.static import sourcefile
+    from cgguard.static.findings import FileError
+    from cgguard.static.run import FileResult
+
+    data = sys.stdin.buffer.read()
+    try:
+        source = sourcefile.decode(data)
+    except sourcefile.SourceError as exc:
+        return None, data, FileResult(name, error=FileError(name, str(exc)))
+    return source, data, None
+
+
 @main.command()
-@click.argument("paths", nargs=-1)
-@verbose_option
-def check(paths: tuple[str, ...]) -> None:
-    """Report per-token profiling block counts in PATHS (default: .)."""
-    from cgguard.static.run import check_paths
+@_run_options
+def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename) -> None:
+    """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input)."""
+    from cgguard.static.formats import Sources
+    from cgguard.static.run import RunResult, check_paths, check_text
+    from cgguard.static.selection import make_filter
 
-    run = check_paths(paths or (".",))
-    sys.exit(_report(run, fixing=False))
+    paths = paths or (".",)
+    settings = _settings(paths, config_file, isolated, stdin_filename, force_exclude=force_exclude)
+    finding_filter = make_filter(settings)
+    if paths == ("-",):
+        from cgguard.static.discovery import force_excluded
+
+        name = stdin_filename or "-"
+        run = RunResult()
+        sources = Sources()
+        if not (stdin_filename and force_excluded(stdin_filename, settings)):
+            source, _, failed = _read_stdin(name)
+            run.files.append(failed or check_text(source.text, name, finding_filter))
+            sources = Sources({name: source.text} if source else {})
+        sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file, sources=sources))
+    run = check_paths(paths, finding_filter, settings=settings)
+    sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file))
 
 
 @main.command()
-@click.argument("paths", nargs=-1)
+@_run_options
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe.")
-@verbose_option
-def fix(paths: tuple[str, ...], diff: bool, unsafe_fixes: bool) -> None:
-    """Rewrite per-token block counts in PATHS (default: .) to upstream's bound."""
-    from cgguard.static.run import fix_paths
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+              help="Also apply fixes marked unsafe (default: the unsafe-fixes setting, off).")
+def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename, diff,
+        unsafe_fixes) -> None:
+    """Rewrite per-token block counts in PATHS (default: .) to upstream's bound.
 
-    run = fix_paths(paths or (".",), write=not diff, unsafe=unsafe_fixes)
+    `cgguard fix -` reads standard input and writes the fixed source to standard
+    output (the report goes to standard error).
+    """
+    from cgguard.static.formats import Sources
+    from cgguard.static.run import fix_paths
+    from cgguard.static.selection import make_filter
+
+    paths = paths or (".",)
+    settings = _settings(paths, config_file, isolated, stdin_filename,
+                         force_exclude=force_exclude, unsafe_fixes=unsafe_fixes)
+    finding_filter = make_filter(settings)
+    if paths == ("-",):
+        sys.exit(_fix_stdin(stdin_filename, settings, finding_filter, diff=diff, fmt=fmt,
+                            output_file=output_file))
+    run = fix_paths(paths, finding_filter, write=not diff, unsafe=settings.unsafe_fixes, settings=settings)
     if diff:
         for r in run.files:
             if r.diff:
                 sys.stdout.write(r.diff)
-    sys.exit(_report(run, fixing=not diff))
+    # Remaining findings point into the fixed text, which is not on disk with --diff.
+    sources = Sources({r.path: r.new_text for r in run.files if r.changed and r.new_text is not None})
+    sys.exit(_report(run, fixing=not diff, fmt=fmt, output_file=output_file, sources=sources))
+
+
+def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
+    """`cgguard fix -`: the fixed source (or, with --diff, the diff) on standard output."""
+    from cgguard.static import sourcefile
+    from cgguard.static.discovery import force_excluded
+    from cgguard.static.formats import Sources
+    from cgguard.static.run import RunResult, fix_source_text
+
+    name = stdin_filename or "-"
+    run = RunResult()
+    source, data, failed = _read_stdin(name)
+    out = data  # whatever happens, the input comes back out whole
+    sources = Sources()
+    if stdin_filename and force_excluded(stdin_filename, settings):
+        pass
+    elif failed is not None:
+        run.files.append(failed)
+    else:
+        result = fix_source_text(source.text, name, finding_filter, unsafe=settings.unsafe_fixes)
+        run.files.append(result)
+        new_text = result.new_text if result.new_text is not None else source.text
+        sources = Sources({name: new_text})
+        if diff:
+            out = result.diff.encode("utf-8", "surrogateescape")
+        elif result.changed:
+            out = sourcefile.encode(source, new_text)
+    if not diff or out is not data:
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+    return _report(run, fixing=not diff, fmt=fmt, output_file=output_file, sources=sources,
+                   out=sys.stderr)
 
 
 @main.command()

@@ -7,20 +7,16 @@ a :class:`FileError` with one line of reason, and every other file is still done
 from __future__ import annotations
 
 import difflib
-import os
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from cgguard.static import sourcefile
+from cgguard.static.discovery import discover
 from cgguard.static.findings import FileError, Finding
 from cgguard.static.fixer import fix_text
 from cgguard.static.scan import check_source
-
-# Folders never worth walking into.
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache",
-                       ".ruff_cache", ".tox", ".nox", ".venv", "venv", "node_modules"})
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -62,38 +58,9 @@ class RunResult:
         return 1 if self.findings else 0
 
 
-def iter_python_files(paths: Iterable[str]) -> Iterator[tuple[str, FileError | None]]:
-    """Files to check, in a stable order: explicit files as given, folders walked for *.py."""
-    for path in paths:
-        if os.path.isdir(path):
-            found = False
-            for file in _walk(path):
-                found = True
-                yield file, None
-            if not found:
-                yield path, FileError(path, "no Python files found in this directory")
-        elif os.path.exists(path) or os.path.islink(path):
-            yield path, None
-        else:
-            yield path, FileError(path, "no such file or directory")
-
-
-def _walk(root: str) -> Iterator[str]:
-    seen: set[tuple[int, int]] = set()
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        try:
-            st = os.stat(folder)
-        except OSError:
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in seen:  # a symlink loop: do not walk it again
-            dirs[:] = []
-            continue
-        seen.add(key)
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
-            if name.endswith((".py", ".pyi")):
-                yield os.path.join(folder, name)
+def iter_python_files(paths: Iterable[str], settings=None) -> Iterator[tuple[str, FileError | None]]:
+    """Files to check (see :mod:`cgguard.static.discovery`); ``settings`` is a config.Settings."""
+    return discover(paths, settings)
 
 
 def _load(path: str) -> sourcefile.Source:
@@ -227,9 +194,11 @@ def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
         return result
 
 
-def check_paths(paths: Iterable[str], finding_filter: FindingFilter | None = None) -> RunResult:
+def check_paths(
+    paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
+) -> RunResult:
     run = RunResult()
-    for path, error in iter_python_files(paths):
+    for path, error in iter_python_files(paths, settings):
         if error:
             run.files.append(FileResult(path, error=error))
         else:
@@ -243,9 +212,10 @@ def fix_paths(
     *,
     write: bool = True,
     unsafe: bool = False,
+    settings=None,
 ) -> RunResult:
     run = RunResult()
-    for path, error in iter_python_files(paths):
+    for path, error in iter_python_files(paths, settings):
         if error:
             run.files.append(FileResult(path, error=error))
         else:

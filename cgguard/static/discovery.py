@@ -1,0 +1,157 @@
+"""Which files a run checks: explicit files as given, folders searched for *.py/*.pyi.
+
+Inside a git work tree a folder's files are what ``git ls-files -co
+--exclude-standard`` lists: tracked files plus untracked ones that no
+.gitignore (nested ones too), ``.git/info/exclude`` or ``core.excludesFile``
+ignores. Elsewhere (no git, or git refuses) the folder is walked and the
+.gitignore files met on the way are honoured by the same rules, together with
+those in the folders between the project root (the config file's folder, or the
+current one) and the walked folder. Symlinked folders are followed once (a loop
+is not walked twice).
+
+``exclude``/``extend-exclude`` skip what a folder search finds: a file, or any
+folder between the searched folder and the file, that matches. A path named on
+the command line is always checked unless ``force-exclude`` is on; then it is
+skipped when it or a folder above it matches.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator
+
+from cgguard.static.config import Settings
+from cgguard.static.findings import FileError
+from cgguard.static.globs import IgnoreRule, PathGlobs, gitignored, parse_gitignore
+from cgguard.static.selection import relative_to_root
+
+SUFFIXES = (".py", ".pyi")
+
+
+def force_excluded(path: str, settings: Settings, excludes: PathGlobs | None = None) -> bool:
+    """With force-exclude on: does an exclude glob match ``path`` or a folder above it?"""
+    if not settings.force_exclude:
+        return False
+    excludes = excludes if excludes is not None else PathGlobs(settings.all_excludes())
+    return bool(excludes) and excludes.match_within(relative_to_root(path, settings.root))
+
+
+def discover(paths: Iterable[str], settings: Settings | None = None) -> Iterator[tuple[str, FileError | None]]:
+    """(path, None) for each file to check, (path, error) for each path that cannot be."""
+    settings = settings or Settings()
+    excludes = PathGlobs(settings.all_excludes())
+    for path in paths:
+        if force_excluded(path, settings, excludes):
+            continue
+        if os.path.isdir(path):
+            found = False
+            for file in _files_under(path, settings, excludes):
+                found = True
+                yield file, None
+            if not found:
+                yield path, FileError(path, "no Python files found in this directory")
+        elif os.path.exists(path) or os.path.islink(path):
+            yield path, None
+        else:
+            yield path, FileError(path, "no such file or directory")
+
+
+def _files_under(folder: str, settings: Settings, excludes: PathGlobs) -> Iterator[str]:
+    base = os.path.abspath(folder)
+    cache: dict[str, bool] = {}
+
+    def excluded(rel: str) -> bool:
+        """Does ``rel`` (relative to ``folder``) itself match an exclude glob?"""
+        if rel not in cache:
+            cache[rel] = excludes.match(relative_to_root(os.path.join(base, rel), settings.root))
+        return cache[rel]
+
+    listed = _git_files(folder) if settings.respect_gitignore else None
+    # git lists nothing in a folder it ignores (an installed package under .venv,
+    # say); a folder named on the command line is searched all the same: walk it.
+    if listed:
+        for rel in listed:
+            parts = rel.split("/")
+            if excludes and any(excluded("/".join(parts[:k])) for k in range(1, len(parts) + 1)):
+                continue
+            path = os.path.normpath(os.path.join(folder, rel))
+            if os.path.isfile(path):  # not a deleted tracked file, nor a submodule
+                yield path
+        return
+    yield from _walk(folder, settings, excluded if excludes else None)
+
+
+def _git_files(folder: str) -> list[str] | None:
+    """Python files under ``folder`` that git does not ignore; None outside a work tree."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "-C", folder, "ls-files", "-co", "--exclude-standard", "-z", "--", "."],
+            capture_output=True,
+            check=False,
+        )
+    except OSError:  # no git on this machine
+        return None
+    if proc.returncode != 0:  # not a work tree (or git refuses it): walk instead
+        return None
+    names = os.fsdecode(proc.stdout).split("\0")
+    return sorted({n for n in names if n.endswith(SUFFIXES)}, key=lambda n: n.split("/"))
+
+
+def _walk(root: str, settings: Settings, excluded) -> Iterator[str]:
+    root_abs = os.path.abspath(root)
+    use_gitignore = settings.respect_gitignore
+    # .gitignore rules as (folder relative to `top`, rule); `top` is the project
+    # root when the walked folder lies inside it, so the files between count too.
+    top = settings.root if _inside(root_abs, settings.root) else root_abs
+    prefix = "" if top == root_abs else os.path.relpath(root_abs, top).replace(os.sep, "/")
+    rules: list[tuple[str, IgnoreRule]] = []
+    if use_gitignore and prefix:
+        parts = prefix.split("/")
+        for k in range(len(parts)):
+            base = "/".join(parts[:k])
+            rules.extend(_read_gitignore(os.path.join(top, *parts[:k]), base))
+
+    def rel_top(rel: str) -> str:
+        return f"{prefix}/{rel}" if prefix else rel
+
+    seen: set[tuple[int, int]] = set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:  # a symlink loop: do not walk it again
+            dirs[:] = []
+            continue
+        seen.add(key)
+        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
+        rel_folder = "" if rel_folder == "." else rel_folder
+        if use_gitignore:
+            rules.extend(_read_gitignore(folder, rel_top(rel_folder).rstrip("/")))
+
+        def skip(name: str, is_dir: bool) -> bool:
+            rel = f"{rel_folder}/{name}" if rel_folder else name
+            if excluded is not None and excluded(rel):
+                return True
+            return bool(rules) and gitignored(rules, rel_top(rel), is_dir)
+
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not skip(d, True))
+        for name in sorted(files):
+            if name.endswith(SUFFIXES) and not skip(name, False):
+                yield os.path.normpath(os.path.join(folder, name))
+
+
+def _read_gitignore(folder: str, base: str) -> list[tuple[str, IgnoreRule]]:
+    try:
+        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return []
+    return [(base, rule) for rule in parse_gitignore(text)]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

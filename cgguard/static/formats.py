@@ -1,0 +1,314 @@
+"""How a run's findings are written: ``--format text|full|json|sarif|github``.
+
+- ``text``: ``PATH:LINE:COL: CODE message`` lines, then a one-line summary.
+- ``full``: each finding with its source lines, a caret under the flagged code,
+  and the proposed fix as a diff; then the summary.
+- ``json``: a list of findings (code, message, path, line, column, end_line,
+  end_column, fix with its edits' positions, or null).
+- ``sarif``: SARIF 2.1.0 for GitHub code scanning (tool ``cgguard``, rule
+  metadata with help from ``rules/``, results with physical locations and fixes).
+- ``github``: GitHub Actions workflow commands (``::error file=...::message``).
+
+Errors (files that could not be checked) always go to standard error, one line
+each. For the machine formats the summary goes to standard error too, so
+standard output (or ``--output-file``) holds nothing but the document.
+json is imported only by the formats that write it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+from cgguard.static.findings import SAFE, Finding
+
+FORMATS = ("text", "full", "json", "sarif", "github")
+MACHINE_FORMATS = ("json", "sarif", "github")
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary(run, *, fixing: bool) -> str:
+    findings = run.findings
+    n_files = len(run.files)
+    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
+    parts = []
+    if fixing:
+        parts.append(f"Fixed {_plural(run.fixed, 'finding')}.")
+    if findings:
+        parts.append(
+            f"Found {_plural(len(findings), 'finding')}"
+            + (f" ({fixable} fixable with `cgguard fix`)" if fixable and not fixing else "")
+            + f" in {_plural(n_files, 'file')} checked."
+        )
+    else:
+        parts.append(f"No findings in {_plural(n_files, 'file')} checked.")
+    if run.errors:
+        parts.append(f"{_plural(len(run.errors), 'error')}.")
+    return " ".join(parts)
+
+
+class Sources:
+    """Source texts for formats that show code or locate fix edits; read once, on demand."""
+
+    def __init__(self, known: dict[str, str] | None = None):
+        self._texts: dict[str, str | None] = dict(known or {})
+        self._starts: dict[str, list[int]] = {}
+
+    def text(self, path: str) -> str | None:
+        if path not in self._texts:
+            from cgguard.static import sourcefile
+
+            try:
+                self._texts[path] = sourcefile.decode(sourcefile.read_bytes(path)).text
+            except sourcefile.SourceError:
+                self._texts[path] = None
+        return self._texts[path]
+
+    def lines(self, path: str) -> list[str]:
+        from cgguard.static.scan import split_lines
+
+        text = self.text(path)
+        return split_lines(text) if text is not None else []
+
+    def position(self, path: str, offset: int) -> tuple[int, int]:
+        """(line, column), both 1-based, of a character offset into the file."""
+        starts = self._starts.get(path)
+        if starts is None:
+            starts = [0]
+            for line in self.lines(path):
+                starts.append(starts[-1] + len(line))
+            self._starts[path] = starts
+        i = max(0, bisect.bisect_right(starts, offset) - 1)
+        return i + 1, offset - starts[i] + 1
+
+
+def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
+    """The document for standard output (or --output-file)."""
+    findings = sorted(run.findings, key=Finding.sort_key)
+    if fmt == "text":
+        body = "".join(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n" for f in findings)
+        return body + summary(run, fixing=fixing) + "\n"
+    if fmt == "full":
+        return "".join(_full(f, sources) for f in findings) + summary(run, fixing=fixing) + "\n"
+    if fmt == "json":
+        import json
+
+        return json.dumps([_json_finding(f, sources) for f in findings], indent=2) + "\n"
+    if fmt == "sarif":
+        import json
+
+        return json.dumps(sarif(run, findings, sources), indent=2) + "\n"
+    if fmt == "github":
+        return "".join(_github(f) for f in findings) + "".join(
+            f"::error file={_gh_prop(e.path)},title=cgguard::{_gh_data(e.reason)}\n" for e in run.errors
+        )
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+# ---- full ---------------------------------------------------------------------------
+
+
+def _full(f: Finding, sources: Sources) -> str:
+    out = [f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n"]
+    lines = sources.lines(f.path)
+    if lines:
+        last = min(f.end_line, f.line + 5)
+        width = len(str(last + 1))
+        gutter = " " * width + " |"
+        out.append(gutter + "\n")
+        for n in range(max(1, f.line - 1), min(len(lines), last + 1) + 1):
+            out.append(f"{n:>{width}} | {lines[n - 1].rstrip()}\n")
+            if n == f.line:
+                end = f.end_col if f.end_line == f.line else len(lines[n - 1].rstrip()) + 1
+                out.append(f"{gutter} {' ' * (f.col - 1)}{'^' * max(1, end - f.col)} {f.code}\n")
+        out.append(gutter + "\n")
+    if f.fix is not None:
+        out.append(f"  = fix ({f.fix.applicability}): {f.fix.description}\n")
+        out.extend(_fix_diff(f, sources))
+    out.append("\n")
+    return "".join(out)
+
+
+def _fix_diff(f: Finding, sources: Sources) -> list[str]:
+    import difflib
+
+    from cgguard.static.fixer import apply_edits
+
+    text = sources.text(f.path)
+    if text is None:
+        return []
+    before = text.splitlines(keepends=True)
+    after = apply_edits(text, list(f.fix.edits)).splitlines(keepends=True)
+    rows = []
+    for row in difflib.unified_diff(before, after, n=0, lineterm=""):
+        if row.startswith(("---", "+++", "@@")):
+            continue
+        rows.append(f"    {row.rstrip()}\n")
+    return rows
+
+
+# ---- json ---------------------------------------------------------------------------
+
+
+def _json_finding(f: Finding, sources: Sources) -> dict:
+    fix = None
+    if f.fix is not None:
+        edits = []
+        for e in f.fix.edits:
+            (line, col), (end_line, end_col) = sources.position(f.path, e.start), sources.position(f.path, e.end)
+            edits.append(
+                {"content": e.text, "line": line, "column": col, "end_line": end_line, "end_column": end_col}
+            )
+        fix = {"applicability": f.fix.applicability, "description": f.fix.description, "edits": edits}
+    return {
+        "code": f.code,
+        "message": f.message,
+        "path": f.path,
+        "line": f.line,
+        "column": f.col,
+        "end_line": f.end_line,
+        "end_column": f.end_col,
+        "fix": fix,
+    }
+
+
+# ---- sarif --------------------------------------------------------------------------
+
+
+def sarif(run, findings: list[Finding], sources: Sources) -> dict:
+    from cgguard import __version__
+
+    rules = _sarif_rules({f.code for f in findings})
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    results = []
+    for f in findings:
+        location = {"artifactLocation": _artifact(f.path), "region": _region(f.line, f.col, f.end_line, f.end_col)}
+        result = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": "error",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": location}],
+        }
+        if f.fix is not None:
+            replacements = []
+            for e in f.fix.edits:
+                (line, col), (end_line, end_col) = sources.position(f.path, e.start), sources.position(f.path, e.end)
+                replacements.append(
+                    {"deletedRegion": _region(line, col, end_line, end_col), "insertedContent": {"text": e.text}}
+                )
+            result["fixes"] = [
+                {
+                    "description": {"text": f.fix.description},
+                    "artifactChanges": [{"artifactLocation": _artifact(f.path), "replacements": replacements}],
+                }
+            ]
+            result["properties"] = {"fixApplicability": f.fix.applicability}
+        results.append(result)
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": e.reason},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact(e.path)}}],
+        }
+        for e in run.errors
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "cgguard",
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": _dir_uri(os.getcwd())}},
+                "columnKind": "unicodeCodePoints",
+                "invocations": [
+                    {"executionSuccessful": not run.errors, "toolExecutionNotifications": notifications}
+                ],
+                "results": results,
+            }
+        ],
+    }
+
+
+def _sarif_rules(codes_seen: set[str]) -> list[dict]:
+    from cgguard.static.ruledocs import all_rules
+
+    try:
+        docs = all_rules()
+    except FileNotFoundError:
+        docs = []
+    rules = []
+    for doc in docs:
+        rules.append(
+            {
+                "id": doc.code,
+                "name": doc.name or doc.code,
+                "shortDescription": {"text": doc.summary or doc.code},
+                "fullDescription": {"text": doc.summary or doc.code},
+                "help": {"text": doc.body, "markdown": doc.body},
+                "defaultConfiguration": {"level": "error"},
+                "properties": {"fix": doc.fix},
+            }
+        )
+    documented = {r["id"] for r in rules}
+    for code in sorted(codes_seen - documented):  # never leave a result without its rule
+        rules.append({"id": code, "shortDescription": {"text": code}})
+    return rules
+
+
+def _artifact(path: str) -> dict:
+    from urllib.parse import quote
+
+    if path == "-":
+        return {"uri": "stdin"}
+    full = os.path.abspath(path)
+    cwd = os.getcwd()
+    if full.startswith(cwd.rstrip(os.sep) + os.sep):
+        rel = os.path.relpath(full, cwd).replace(os.sep, "/")
+        return {"uri": quote(rel, safe="/"), "uriBaseId": "%SRCROOT%"}
+    from pathlib import Path
+
+    return {"uri": Path(full).as_uri()}
+
+
+def _dir_uri(folder: str) -> str:
+    from pathlib import Path
+
+    uri = Path(folder).as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def _region(line: int, col: int, end_line: int, end_col: int) -> dict:
+    return {"startLine": line, "startColumn": col, "endLine": end_line, "endColumn": end_col}
+
+
+# ---- github -------------------------------------------------------------------------
+
+
+def _github(f: Finding) -> str:
+    props = (
+        f"file={_gh_prop(f.path)},line={f.line},col={f.col},"
+        f"endLine={f.end_line},endColumn={f.end_col},title={_gh_prop(f.code)}"
+    )
+    return f"::error {props}::{_gh_data(f.message)}\n"
+
+
+def _gh_data(text: str) -> str:
+    # Workflow command escaping (the same as GitHub's own toolkit).
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -1,0 +1,103 @@
+"""Inline suppressions: ``# noqa``, ``# noqa: CGG001`` and ``# cgguard: ignore[CGG001]``.
+
+A directive suppresses a finding when it sits in a comment on any physical line
+of the statement the finding belongs to: the flagged line, or another line of the
+same multi-line (logical) statement, such as the closing ``)``. A comment on a
+line of its own above a statement does not count. Codes match as prefixes, as in
+flake8 (``# noqa: CGG`` covers every cgguard rule); a directive without codes
+covers all of them.
+
+Comments are collected with :mod:`tokenize` (so a ``#`` inside a string is not a
+comment), and only for files that have findings.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import re
+import tokenize
+
+from cgguard.static.findings import Finding
+
+ALL = None  # a directive that names no codes
+
+_NOQA = re.compile(r"#\s*noqa\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_IGNORE = re.compile(r"#\s*cgguard\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.I)
+_SPLIT = re.compile(r"[\s,]+")
+
+
+def directives(comment: str) -> list[frozenset[str] | None]:
+    """The suppression directives in one comment: a set of codes each, or ALL."""
+    found: list[frozenset[str] | None] = []
+    for pattern in (_NOQA, _IGNORE):
+        for m in pattern.finditer(comment):
+            codes = m.group("codes")
+            if codes is None or not codes.strip():
+                found.append(ALL)
+            else:
+                found.append(frozenset(c.upper() for c in _SPLIT.split(codes.strip()) if c))
+    return found
+
+
+def filter_suppressed(text: str, findings: list[Finding]) -> list[Finding]:
+    """``findings`` without those a directive in ``text`` suppresses."""
+    if not findings or ("noqa" not in text.lower() and "cgguard" not in text.lower()):
+        return findings
+    comments, spans = _comments_and_statements(text)
+    if not comments:
+        return findings
+    starts = [s for s, _ in spans]
+    kept = []
+    for f in findings:
+        first, last = _statement_lines(f, spans, starts)
+        if not any(_covers(d, f.code) for line in range(first, last + 1) for d in comments.get(line, ())):
+            kept.append(f)
+    return kept
+
+
+def _covers(directive: frozenset[str] | None, code: str) -> bool:
+    return directive is ALL or any(code.startswith(c) for c in directive)
+
+
+def _statement_lines(f: Finding, spans: list[tuple[int, int]], starts: list[int]) -> tuple[int, int]:
+    first, last = f.line, f.end_line
+    for line in (f.line, f.end_line):
+        i = bisect.bisect_right(starts, line) - 1
+        if i >= 0 and spans[i][0] <= line <= spans[i][1]:
+            first, last = min(first, spans[i][0]), max(last, spans[i][1])
+    if f.stmt_lines != (0, 0):
+        first, last = min(first, f.stmt_lines[0]), max(last, f.stmt_lines[1])
+    return first, last
+
+
+def _comments_and_statements(text: str):
+    """({line: [directive, ...]}, [(first line, last line) of each logical line])."""
+    comments: dict[int, list] = {}
+    spans: list[tuple[int, int]] = []
+    start = None
+    skip = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                found = directives(tok.string)
+                if found:
+                    comments.setdefault(tok.start[0], []).extend(found)
+            if tok.type in skip:
+                continue
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                if start is not None:
+                    spans.append((start, tok.start[0]))
+                    start = None
+                continue
+            if start is None:
+                start = tok.start[0]
+    except (tokenize.TokenError, SyntaxError):
+        # The scanner parsed only the functions it needed, and the rest of the file
+        # does not tokenize: fall back to one statement per line, comments by '#'.
+        comments, spans = {}, []
+        for n, line in enumerate(text.splitlines(), 1):
+            found = directives(line[line.find("#"):]) if "#" in line else []
+            if found:
+                comments[n] = found
+    return comments, spans
