@@ -1,0 +1,169 @@
+"""Property tests: generated programs with the flagged pattern in varied formatting
+(parentheses, comments, line breaks, backslashes, nesting, aliases, tabs, CRLF) are
+fixed idempotently, still parse, and no longer produce CGG001; generated clean
+programs are never modified.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cgguard.static.run import fix_source_text
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+CAPTURE = [
+    "self.compilation_config.max_cudagraph_capture_size",
+    "self.vllm_config.compilation_config.max_cudagraph_capture_size",
+    "self.cudagraph_batch_sizes[-1]",
+    "self.compilation_config.max_capture_size",
+]
+COMMENTS = ["", "  # tokens", "  # noqa-like note: keep", "  # café ✓"]
+
+
+@st.composite
+def layout(draw, cap: str, fallback: str | None, ind: str):
+    """The count expression `cap or fallback` in one of several layouts (one or more lines)."""
+    inner = ind + draw(st.sampled_from(["    ", "\t", "        "])) if "\t" not in ind else ind + "\t"
+    comment = draw(st.sampled_from(COMMENTS))
+    if fallback is None:
+        return draw(st.sampled_from([cap, f"int({cap})", f"(\n{inner}{cap}{comment}\n{ind})"]))
+    return draw(st.sampled_from([
+        f"{cap} or {fallback}",
+        f"({cap} or {fallback})",
+        f"int({cap} or {fallback})",
+        f"(\n{inner}{cap}{comment}\n{inner}or {fallback}\n{ind})",
+        f"(  # why{comment}\n{inner}{cap}\n{inner}or {fallback}{comment}\n{ind})",
+        f"{cap} \\\n{inner}or {fallback}",
+        f"{cap} or \\\n{inner}{fallback}",
+    ]))
+
+
+@st.composite
+def program(draw, buggy: bool):
+    unit = draw(st.sampled_from(["    ", "\t", "  "]))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    cls = draw(st.sampled_from(["MyForkModelRunner", "GPUModelRunner", "XPUModelRunner"]))
+    method = draw(st.sampled_from(["_init_minimal_kv_cache_for_profiling", "profile_run", "_build"]))
+    var = draw(st.sampled_from(["min_blocks", "num_blocks", "profiling_blocks", "n"]))
+    fallback = draw(st.sampled_from(["1", "2", "16", None]))
+    cap = draw(st.sampled_from(CAPTURE))
+
+    body: list[str] = []  # lines relative to the method body (indent added below)
+    depth = 0
+    lead = draw(st.lists(st.sampled_from([
+        "kv_cache_spec = self.get_kv_cache_spec()", "# a comment line", "",
+        "groups = get_kv_cache_groups(self.vllm_config, kv_cache_spec)",
+    ]), max_size=3))
+    body += [(0, s) for s in lead]
+    alias = draw(st.sampled_from(["none", "config", "value"]))
+    if alias == "config" and cap.startswith("self.compilation_config."):
+        body.append((0, "cc = self.compilation_config"))
+        cap = "cc." + cap.split(".")[-1]
+    elif alias == "value":
+        body.append((0, f"cap = {cap}"))
+        cap = "cap"
+    headers = draw(st.lists(st.sampled_from(["if self.enabled:", "for _ in range(2):",
+                                             "with self.lock:", "try:"]), max_size=3))
+    for header in headers:
+        body.append((depth, header))
+        depth += 1
+        if header == "try:":
+            body.append((depth, "pass"))
+    ind = unit * (2 + depth)
+    if buggy:
+        count = draw(layout(cap, fallback, ind))
+    else:
+        clean = draw(st.sampled_from(["bounded", "buffer", "unrelated", "string"]))
+        fb = fallback or "1"
+        count = {
+            "bounded": f"min(self.max_num_reqs, {cap}) or {fb}",
+            "buffer": f"[0] * ({cap} + 1)",
+            "unrelated": "int(self.attn_num_blocks)",
+            "string": repr(f"{cap} or {fb}"),
+        }[clean]
+        # Token buffers and strings are not block counts: named as such code names them.
+        var = {"buffer": "query_start_loc_table", "string": "patched_line"}.get(clean, var)
+    body.append((depth, f"{var} = {count}"))
+    for d, header in reversed(list(enumerate(headers))):
+        if header == "try:":  # close each `try:` right after the count, at its own depth
+            body += [(d, "finally:"), (d + 1, "pass")]
+    sink = draw(st.sampled_from(["override", "kwarg"]))
+    if buggy or clean in ("bounded", "unrelated"):
+        if sink == "override":
+            body.append((0, f"self.cache_config.num_gpu_blocks_override = {var}"))
+        else:
+            body.append((0, f"config = build_profiling_config(self.vllm_config, num_blocks={var})"))
+    body += [(0, s) for s in draw(st.lists(st.sampled_from(["self.initialize_kv_cache(config)",
+                                                             "# trailing comment", "return None"]),
+                                            max_size=2))]
+    lines = [f"class {cls}(GPUModelRunner):", f"{unit}def {method}(self):"]
+    for d, s in body:
+        lines.append((unit * (2 + d) + s) if s else "")
+    # Layouts hold "\n" inside; the whole file gets one line ending.
+    return ("\n".join(lines) + "\n").replace("\n", newline)
+
+
+def buggy_program():
+    return program(buggy=True)
+
+
+def clean_program():
+    return program(buggy=False)
+
+
+@SETTINGS
+@given(buggy_program())
+def test_buggy_programs_are_fixed_idempotently(text):
+    ast.parse(text)  # the generator makes valid programs
+    first = fix_source_text(text, "gen.py")
+    assert first.error is None, (first.error, text)
+    assert first.changed and first.fixed_count >= 1, text
+    fixed = first.new_text
+    ast.parse(fixed)
+    assert [f for f in first.findings if f.code == "CGG001"] == [], (fixed, first.findings)
+    # Only the count changed: every line before and after it is untouched.
+    assert _common_affixes_cover_all_but_the_count(text, fixed)
+    # Line endings: no bare LF slipped into a CRLF file, and the reverse.
+    if "\r\n" in text:
+        assert fixed.count("\n") == fixed.count("\r\n"), fixed
+    else:
+        assert "\r" not in fixed
+    second = fix_source_text(fixed, "gen.py")
+    assert second.error is None and not second.changed and second.fixed_count == 0
+    assert [f.code for f in second.findings if f.code == "CGG001"] == []
+
+
+@SETTINGS
+@given(clean_program())
+def test_clean_programs_are_never_modified(text):
+    ast.parse(text)
+    result = fix_source_text(text, "gen.py")
+    assert result.error is None
+    assert not result.changed and result.new_text == text
+    assert [f.code for f in result.findings if f.code == "CGG001"] == [], text
+
+
+# Statements around the count: a fix must never touch them.
+UNTOUCHABLE = {
+    "kv_cache_spec = self.get_kv_cache_spec()", "# a comment line",
+    "groups = get_kv_cache_groups(self.vllm_config, kv_cache_spec)", "cc = self.compilation_config",
+    "if self.enabled:", "for _ in range(2):", "with self.lock:", "try:", "finally:", "pass",
+    "self.initialize_kv_cache(config)", "# trailing comment", "return None",
+}
+
+
+def _common_affixes_cover_all_but_the_count(before: str, after: str) -> bool:
+    """The lines that differ are only the count's or the sink's statement."""
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
+        j += 1
+    changed = [line.strip() for line in a[i:len(a) - j]]
+    return bool(changed) and not any(line in UNTOUCHABLE for line in changed)
