@@ -56,6 +56,21 @@ def _needle_lines(text: str, lines: list[str]) -> list[int]:
     return found
 
 
+def nothing_to_check(data: bytes) -> bool:
+    """True for file bytes that certainly hold no finding and no decoding problem.
+
+    Most files of a tree: plain ASCII (valid in every encoding Python accepts), no
+    NUL byte, no coding cookie to validate, and no capture-size substring. They
+    are neither decoded nor parsed.
+    """
+    return (
+        not any(n in data for n in vocab.SOURCE_NEEDLES)
+        and data.isascii()
+        and b"\0" not in data
+        and b"coding" not in data[:2048]
+    )
+
+
 def might_match(text: str) -> bool:
     """Cheap test: can this text contain anything a rule looks at?"""
     return any(n in text for n in _NEEDLES)
