@@ -22,8 +22,11 @@ from cgguard.static.findings import Finding
 
 ALL = None  # a directive that names no codes
 
-_NOQA = re.compile(r"#\s*noqa\b(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_IGNORE = re.compile(r"#\s*cgguard\s*:\s*ignore\b(?:\[(?P<codes>[^\]]*)\])?", re.I)
+# "noqa" must end the word: "# noqa-like" or "# noqazz" is not a directive.
+_NOQA = re.compile(
+    r"#\s*noqa(?=$|[\s:#])(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I
+)
+_IGNORE = re.compile(r"#\s*cgguard\s*:\s*ignore(?=$|[\s\[#])(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SPLIT = re.compile(r"[\s,]+")
 
 

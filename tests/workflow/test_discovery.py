@@ -1,0 +1,136 @@
+"""Which files a run checks: real git repositories, the walk outside git, explicit paths."""
+
+from __future__ import annotations
+
+import os
+
+from tests.conftest import run_cgguard
+from tests.workflow.conftest import CGG001_SOURCE, GIT_ENV, finding_paths, git, git_init, write
+
+
+def _check(root, *args):
+    return run_cgguard("check", *args, cwd=root, env=GIT_ENV)
+
+
+# Every file carries the bug, so the reported paths are exactly the files checked.
+TREE = {
+    ".gitignore": "build_out/\n*.gen.py\n/top_only.py\n!keep.gen.py\n",
+    "top_only.py": CGG001_SOURCE,          # anchored pattern: ignored at the top only
+    "sub/top_only.py": CGG001_SOURCE,      # ... not here
+    "a.gen.py": CGG001_SOURCE,             # ignored by glob
+    "keep.gen.py": CGG001_SOURCE,          # re-included by negation
+    "build_out/x.py": CGG001_SOURCE,       # dir-only pattern
+    "sub/.gitignore": "local_*.py\ndeep/**/skip.py\n",
+    "sub/local_tmp.py": CGG001_SOURCE,     # nested .gitignore
+    "local_top.py": CGG001_SOURCE,         # nested rule does not reach up
+    "sub/deep/a/b/skip.py": CGG001_SOURCE,  # "**" spans folders
+    "sub/deep/a/b/run.py": CGG001_SOURCE,
+    "src/mod.py": CGG001_SOURCE,
+    "src/stub.pyi": CGG001_SOURCE,
+    "src/notes.txt": CGG001_SOURCE,        # not Python
+}
+EXPECTED = [
+    "keep.gen.py", "local_top.py", "src/mod.py", "src/stub.pyi", "sub/deep/a/b/run.py", "sub/top_only.py",
+]
+
+
+def test_git_repository_respects_gitignore_nested_and_info_exclude(tmp_path):
+    repo = git_init(tmp_path / "repo")
+    write(repo, TREE)
+    write(repo, {".git/info/exclude": "private.py\n", "private.py": CGG001_SOURCE,
+                 "untracked_new.py": CGG001_SOURCE})
+    git(repo, "add", "src/mod.py", "keep.gen.py")
+    git(repo, "commit", "-q", "-m", "some tracked files")
+    result = _check(repo, ".")
+    assert result.returncode == 1, result.stderr
+    # Tracked and untracked files alike; ignored ones never.
+    assert finding_paths(result.stdout) == sorted(EXPECTED + ["untracked_new.py"])
+
+
+def test_git_tracked_file_that_matches_gitignore_is_still_checked(tmp_path):
+    repo = git_init(tmp_path / "repo")
+    write(repo, {"tracked.gen.py": CGG001_SOURCE})
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "x")
+    write(repo, {".gitignore": "*.gen.py\n"})
+    assert finding_paths(_check(repo, ".").stdout) == ["tracked.gen.py"]
+
+
+def test_core_excludes_file_is_respected(tmp_path):
+    repo = git_init(tmp_path / "repo")
+    write(repo, {"mine.py": CGG001_SOURCE, "theirs.py": CGG001_SOURCE})
+    excludes = tmp_path / "global-ignore"
+    excludes.write_text("theirs.py\n")
+    git(repo, "config", "core.excludesFile", str(excludes))
+    assert finding_paths(_check(repo, ".").stdout) == ["mine.py"]
+
+
+def test_outside_git_the_walk_applies_the_same_rules(tmp_path):
+    root = tmp_path / "plain"
+    write(root, TREE)
+    result = _check(root, ".")
+    assert not (root / ".git").exists()
+    assert result.returncode == 1, result.stderr
+    assert finding_paths(result.stdout) == sorted(EXPECTED)
+    # A subfolder walked on its own still sees the .gitignore above it (the project root).
+    write(root, {"sub/deep/x.gen.py": CGG001_SOURCE})
+    assert finding_paths(_check(root, "sub").stdout) == ["sub/deep/a/b/run.py", "sub/top_only.py"]
+
+
+def test_respect_gitignore_false_checks_ignored_files(tmp_path):
+    root = tmp_path / "plain"
+    write(root, {".gitignore": "*.py\n", "a.py": CGG001_SOURCE,
+                 "pyproject.toml": "[tool.cgguard]\nrespect-gitignore = false\n"})
+    assert finding_paths(_check(root, ".").stdout) == ["a.py"]
+    assert _check(root, "--isolated", ".").returncode == 2  # everything ignored: no Python files
+
+
+def test_explicit_files_are_checked_unless_force_exclude(tmp_path):
+    repo = git_init(tmp_path / "repo")
+    write(repo, {
+        ".gitignore": "ignored.py\n",
+        "ignored.py": CGG001_SOURCE,
+        "gen/made.py": CGG001_SOURCE,
+        "ok.py": CGG001_SOURCE,
+        "pyproject.toml": '[tool.cgguard]\nextend-exclude = ["gen"]\n',
+    })
+    assert finding_paths(_check(repo, ".").stdout) == ["ok.py"]
+    named = _check(repo, "ignored.py", "gen/made.py", "ok.py")
+    assert finding_paths(named.stdout) == ["gen/made.py", "ignored.py", "ok.py"]
+    forced = _check(repo, "--force-exclude", "gen/made.py", "ok.py")
+    assert finding_paths(forced.stdout) == ["ok.py"]
+    assert forced.stdout.splitlines()[-1].endswith("in 1 file checked.")
+    # Only excluded files named: nothing to do, and that is not an error.
+    only = _check(repo, "--force-exclude", "gen/made.py")
+    assert only.returncode == 0 and only.stdout == "No findings in 0 files checked.\n"
+    # An excluded folder named on the command line is searched.
+    assert finding_paths(_check(repo, "gen").stdout) == ["gen/made.py"]
+
+
+def test_folder_git_ignores_is_searched_when_named(tmp_path):
+    repo = git_init(tmp_path / "repo")
+    write(repo, {".gitignore": ".env/\n", ".env/lib/pkg/runner.py": CGG001_SOURCE, "a.py": "x = 1\n"})
+    assert finding_paths(_check(repo, ".").stdout) == []
+    assert finding_paths(_check(repo, ".env/lib/pkg").stdout) == [".env/lib/pkg/runner.py"]
+
+
+def test_default_excludes_and_symlink_loops(tmp_path):
+    root = tmp_path / "plain"
+    write(root, {"venv/lib/x.py": CGG001_SOURCE, "node_modules/y.py": CGG001_SOURCE,
+                 "pkg/a.py": CGG001_SOURCE})
+    os.symlink("..", root / "pkg" / "loop")
+    result = _check(root, ".")
+    assert result.returncode == 1, result.stderr
+    assert finding_paths(result.stdout) == ["pkg/a.py"]
+
+
+def test_missing_paths_and_empty_folders_are_one_line_errors(tmp_path):
+    repo = git_init(tmp_path / "repo")
+    write(repo, {"docs/readme.txt": "x", "a.py": CGG001_SOURCE})
+    result = _check(repo, "nope.py", "docs", "a.py")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "nope.py: error: no such file or directory",
+        "docs: error: no Python files found in this directory",
+    ]
+    assert finding_paths(result.stdout) == ["a.py"]
