@@ -1,0 +1,580 @@
+#!/usr/bin/env python3
+"""Speed benchmark for cgguard (issue 5): cgguard against semgrep, Fixit and grep.
+
+Run it with the project's interpreter, which has cgguard installed:
+
+    .venv/bin/python benchmarks/run.py                 # everything, 5 repetitions
+    .venv/bin/python benchmarks/run.py --quick         # 1 repetition, no warm-up, no tree-wide semgrep
+    .venv/bin/python benchmarks/run.py --tools cgguard,grep --repeat 3
+    .venv/bin/python benchmarks/run.py --fixit-tree    # also Fixit over the whole tree, once (minutes)
+
+What it does (standard library only):
+
+1. Builds the corpora under ``--work`` (default ``benchmarks/.work``, gitignored):
+   ``tree`` (the .py/.pyi files of the corpus, by default the installed vLLM package,
+   found without importing vLLM), ``tree-buggy`` (the same with the old per-token
+   formula planted in the runner), ``runner/`` (that runner file alone), and
+   ``noparse/`` (files with nothing for any rule to look at).
+2. Installs semgrep and Fixit into ``<work>/venv-tools`` when they are asked for and
+   missing (skipped when present).
+3. Runs every row once untimed (page cache, byte-code), then ``--repeat`` rounds of
+   all rows interleaved, so noise from the shared machine spreads over every tool.
+4. Prints the machine, a Markdown table of medians with ratios, targets and
+   pass/fail, and finding counts per tool, ready to paste into docs/performance.md.
+
+Exit code: 0 when every command ran as expected, 2 when one failed (its output is
+shown), 1 with ``--strict`` when a target was missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RULES = HERE / "rules"
+DEFAULT_WORK = HERE / ".work"
+ALL_TOOLS = ("cgguard", "semgrep", "fixit", "grep")
+# Where the runner lives inside a vLLM package.
+DEFAULT_RUNNER = "v1/worker/gpu_model_runner.py"
+FIXIT_SPEC = "fixit==2.2.1"
+SEMGREP_SPEC = "semgrep"
+
+# Upstream's fix (vLLM PR #48483), in any formatting, and the line it replaced.
+FIXED_FORMULA = re.compile(
+    r"\(\s*min\(\s*self\.max_num_reqs\s*,\s*self\.compilation_config\.max_cudagraph_capture_size\s*,?\s*\)"
+    r"\s*or\s+1\s*\)"
+)
+BUGGY_FORMULA = "self.compilation_config.max_cudagraph_capture_size or 1"
+# What grep looks for: the literal of the buggy formula.
+GREP_LITERAL = "max_cudagraph_capture_size or 1"
+# Files with none of these words give no rule anything to parse.
+_PARSE_WORDS = ("capture", "batch_sizes", "cudagraph")
+NOPARSE_FILES = 20
+
+# Targets from issue 5 (medians, seconds unless said otherwise).
+TARGET_TREE_S = 0.5
+TARGET_SEMGREP_RATIO = 10.0
+TARGET_RUNNER_CHECK_S = 0.6
+TARGET_RUNNER_FIX_S = 1.0
+TARGET_NOPARSE_S = 0.150
+TARGET_PEAK_RSS_MB = 200.0
+
+
+class BenchError(Exception):
+    """A problem that stops the benchmark; the message is one line for the user."""
+
+
+# ---- corpora -----------------------------------------------------------------
+
+
+def default_corpus() -> Path:
+    """The installed vLLM package's folder, found without importing vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise BenchError("vLLM is not installed in this interpreter; pass --corpus DIR")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _source_files(root: Path) -> list[Path]:
+    files = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        files.extend(Path(folder) / n for n in sorted(names) if n.endswith((".py", ".pyi")))
+    return files
+
+
+def _fingerprint(root: Path, files: list[Path]) -> str:
+    total = sum(f.stat().st_size for f in files)
+    newest = max((f.stat().st_mtime_ns for f in files), default=0)
+    return f"{root.resolve()}\n{len(files)} {total} {newest}\n"
+
+
+@dataclasses.dataclass
+class Corpora:
+    source: Path
+    tree: Path
+    buggy: Path
+    runner: Path  # the buggy runner file, alone in its folder
+    noparse: Path
+    files: int
+    lines: int
+    runner_lines: int
+    noparse_files: int
+
+
+def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
+    if not source.is_dir():
+        raise BenchError(f"{source}: corpus is not a directory")
+    files = _source_files(source)
+    if not files:
+        raise BenchError(f"{source}: no Python files in the corpus")
+    runner_src = source / runner_rel
+    if not runner_src.is_file():
+        raise BenchError(f"{runner_src}: runner file not found in the corpus (see --runner)")
+    work.mkdir(parents=True, exist_ok=True)
+    # Fixit (through trailrunner) skips files the enclosing project's .gitignore
+    # lists, and the repository ignores benchmarks/.work: this marker makes the
+    # work folder a project root of its own, with no ignores and no Fixit config.
+    (work / "pyproject.toml").write_text(
+        "# Marks this folder as its own project root for the tools benchmarks/run.py runs.\n"
+        "[tool.fixit]\nroot = true\n"
+    )
+    stamp = work / "corpus.stamp"
+    tree, buggy = work / "tree", work / "tree-buggy"
+    runner_dir, noparse = work / "runner", work / "noparse"
+    fingerprint = _fingerprint(source, files)
+    fresh = stamp.is_file() and stamp.read_text() == fingerprint
+    if not fresh:
+        _log(f"building corpora from {source} ({len(files)} files) in {work}")
+        stamp.unlink(missing_ok=True)
+        for d in (tree, buggy, runner_dir, noparse):
+            shutil.rmtree(d, ignore_errors=True)
+        for f in files:
+            dest = tree / f.relative_to(source)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest)
+        shutil.copytree(tree, buggy)
+        planted = plant_bug((buggy / runner_rel).read_text(encoding="utf-8"))
+        (buggy / runner_rel).write_text(planted, encoding="utf-8")
+        runner_dir.mkdir()
+        shutil.copyfile(buggy / runner_rel, runner_dir / Path(runner_rel).name)
+        _build_noparse(tree, noparse)
+        stamp.write_text(fingerprint)
+    lines = sum(_count_lines(f) for f in _source_files(buggy))
+    runner = runner_dir / Path(runner_rel).name
+    return Corpora(
+        source=source,
+        tree=tree,
+        buggy=buggy,
+        runner=runner,
+        noparse=noparse,
+        files=len(files),
+        lines=lines,
+        runner_lines=_count_lines(runner),
+        noparse_files=len(_source_files(noparse)),
+    )
+
+
+def plant_bug(text: str) -> str:
+    """Replace upstream's bounded formula by the per-token one (0.18.0 - 0.25.x)."""
+    planted, n = FIXED_FORMULA.subn(BUGGY_FORMULA, text)
+    if n == 1:
+        return planted
+    if n == 0 and f"= {BUGGY_FORMULA}" in text:
+        return text  # the corpus already carries the bug (a vLLM before 0.26.0)
+    raise BenchError(f"runner file: expected upstream's formula once, found it {n} times")
+
+
+def _build_noparse(tree: Path, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    picked = 0
+    for f in _source_files(tree):
+        text = f.read_text(encoding="utf-8", errors="replace")
+        if len(text) < 200 or any(w in text for w in _PARSE_WORDS):
+            continue
+        shutil.copyfile(f, dest / f"{picked:02d}_{f.name}")
+        picked += 1
+        if picked == NOPARSE_FILES:
+            return
+    for i in range(picked, 5):  # a corpus too small to give any: write plain ones
+        (dest / f"plain_{i}.py").write_text(f'"""Nothing to look at."""\n\nVALUE_{i} = {i}\n')
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return fh.read().count(b"\n")
+
+
+# ---- comparison tools ---------------------------------------------------------
+
+
+def tools_venv(work: Path) -> Path:
+    return work / "venv-tools"
+
+
+def ensure_tools(work: Path, tools: set[str]) -> None:
+    """Install semgrep and/or Fixit into their own venv; nothing when already there."""
+    venv = tools_venv(work)
+    wanted = {"semgrep": SEMGREP_SPEC, "fixit": FIXIT_SPEC}
+    missing = [spec for t, spec in wanted.items() if t in tools and not (venv / "bin" / t).exists()]
+    if not missing:
+        return
+    if not (venv / "bin" / "python").exists():
+        _log(f"creating {venv}")
+        _run_setup([sys.executable, "-m", "venv", str(venv)])
+    _log(f"installing {' '.join(missing)} into {venv} (a few minutes the first time)")
+    _run_setup([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *missing])
+
+
+def _run_setup(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+        raise BenchError(f"`{' '.join(cmd)}` failed (rc {proc.returncode}): {' | '.join(tail)}")
+
+
+def semgrep_environment() -> dict[str, str]:
+    # Without these semgrep looks for a newer version over the network first (a
+    # minute and a half to time out on a machine without one) and sends metrics.
+    return dict(os.environ, SEMGREP_ENABLE_VERSION_CHECK="0", SEMGREP_SEND_METRICS="off")
+
+
+def cgguard_command() -> list[str]:
+    """The `cgguard` entry point installed beside this interpreter (what pre-commit runs)."""
+    script = Path(sys.executable).parent / "cgguard"
+    if not script.exists():
+        raise BenchError(f"{script}: no cgguard entry point beside this interpreter; run with .venv/bin/python")
+    return [str(script)]
+
+
+def tool_version(cmd: list[str], env: dict[str, str] | None = None) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[-1].strip() if text else "unknown"
+
+
+# ---- measuring ---------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Sample:
+    wall: float
+    rss_kb: int
+    rc: int
+    stdout: str
+    stderr: str
+
+
+def measure(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> Sample:
+    """Run ``cmd`` once: wall time of the child alone and its own peak RSS (wait4)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Sample(
+            wall=wall,
+            rss_kb=usage.ru_maxrss,
+            rc=proc.returncode,
+            stdout=out.read().decode("utf-8", "replace"),
+            stderr=err.read().decode("utf-8", "replace"),
+        )
+
+
+@dataclasses.dataclass
+class Row:
+    key: str
+    label: str
+    group: str  # tree | runner | noparse: ratios are against cgguard's row of the group
+    cmd: list[str]
+    count: callable  # Sample -> findings count (or None)
+    ok_rcs: tuple[int, ...] = (0, 1)
+    cwd: Path | None = None
+    env: dict[str, str] | None = None
+    prepare: callable | None = None  # untimed, before each run (a fresh copy to fix)
+    once: bool = False  # too slow to repeat: one timed run, no warm-up
+    target: str = ""
+    samples: list[Sample] = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(s.wall for s in self.samples) if self.samples else None
+
+
+_CGGUARD_FINDING = re.compile(r"^\S.*:\d+:\d+: CGG\d{3} ", re.M)
+_FIXED = re.compile(r"Fixed (\d+) finding")
+_FILES_CHECKED = re.compile(r"in (\d+) files? checked")
+_FIXIT_FINDING = re.compile(r"@\d+:\d+ PerTokenProfilingBlocks: ", re.M)
+
+
+def count_cgguard(s: Sample) -> int:
+    return len(_CGGUARD_FINDING.findall(s.stdout))
+
+
+def count_fixed(s: Sample) -> int | None:
+    m = _FIXED.search(s.stdout)
+    return int(m.group(1)) if m else None
+
+
+def count_semgrep(s: Sample) -> int | None:
+    import json
+
+    try:
+        return len(json.loads(s.stdout)["results"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def count_fixit(s: Sample) -> int:
+    return len(_FIXIT_FINDING.findall(s.stdout))
+
+
+def count_lines(s: Sample) -> int:
+    return len([l for l in s.stdout.splitlines() if l.strip()])
+
+
+def no_count(s: Sample) -> None:
+    return None
+
+
+def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree: bool) -> list[Row]:
+    cg = cgguard_command()
+    venv_bin = tools_venv(work) / "bin"
+    semgrep = [
+        str(venv_bin / "semgrep"), "scan", "--config", str(RULES / "semgrep.yml"), "--json", "--quiet",
+        "--metrics=off", "--disable-version-check", "--no-git-ignore",
+    ]
+    # semgrep reads .semgrepignore from the folder it runs in; an empty one there
+    # stops its default ignores (tests/ folders ...) so it scans what cgguard scans.
+    semgrep_cwd = work / "semgrep-cwd"
+    semgrep_cwd.mkdir(exist_ok=True)
+    (semgrep_cwd / ".semgrepignore").write_text("")
+    semgrep_env = semgrep_environment()
+    fixit_env = dict(os.environ, PYTHONPATH=str(RULES))
+    fixit = [str(venv_bin / "fixit"), "--rules", "fixit_rule", "lint"]
+    fix_dir = work / "fix"
+    fix_target = fix_dir / c.runner.name
+
+    def fresh_copy() -> None:
+        fix_dir.mkdir(exist_ok=True)
+        shutil.copyfile(c.runner, fix_target)
+
+    rows: list[Row] = []
+    if "cgguard" in tools:
+        rows.append(Row("cg_tree", "cgguard check, whole tree", "tree", [*cg, "check", str(c.buggy)],
+                        count_cgguard, target=f"≤ {TARGET_TREE_S} s"))
+    if "semgrep" in tools and not quick:
+        rows.append(Row("sg_tree", "semgrep, whole tree", "tree", [*semgrep, str(c.buggy)], count_semgrep,
+                        cwd=semgrep_cwd, env=semgrep_env, target=f"≥ {TARGET_SEMGREP_RATIO:g}× cgguard"))
+    if "fixit" in tools and fixit_tree:
+        rows.append(Row("fx_tree", "Fixit, whole tree", "tree", [*fixit, str(c.buggy)], count_fixit,
+                        env=fixit_env, once=True, note="one run"))
+    if "grep" in tools:
+        rows.append(Row("grep_tree", f"grep -rn '{GREP_LITERAL}', whole tree", "tree",
+                        ["grep", "-rn", "--include=*.py", "-F", GREP_LITERAL, str(c.buggy)], count_lines))
+    if "cgguard" in tools:
+        rows.append(Row("cg_runner", "cgguard check, runner file", "runner", [*cg, "check", str(c.runner)],
+                        count_cgguard, target=f"≤ {TARGET_RUNNER_CHECK_S} s"))
+        rows.append(Row("cg_fix", "cgguard fix, runner file (fresh copy)", "runner", [*cg, "fix", str(fix_target)],
+                        count_fixed, prepare=fresh_copy, target=f"≤ {TARGET_RUNNER_FIX_S} s"))
+    if "semgrep" in tools:
+        rows.append(Row("sg_runner", "semgrep, runner file", "runner", [*semgrep, str(c.runner)], count_semgrep,
+                        cwd=semgrep_cwd, env=semgrep_env))
+    if "fixit" in tools:
+        rows.append(Row("fx_runner", "Fixit, runner file", "runner", [*fixit, str(c.runner)], count_fixit,
+                        env=fixit_env))
+    if "grep" in tools:
+        rows.append(Row("grep_runner", "grep -n literal, runner file", "runner",
+                        ["grep", "-n", "-F", GREP_LITERAL, str(c.runner)], count_lines))
+    if "cgguard" in tools:
+        rows.append(Row("cg_noparse", f"cgguard check, {c.noparse_files} files with nothing to parse", "noparse",
+                        [*cg, "check", str(c.noparse)], count_cgguard, target=f"≤ {TARGET_NOPARSE_S * 1000:.0f} ms"))
+    rows.append(Row("py_pass", "python -c pass (interpreter start-up)", "noparse",
+                    [sys.executable, "-c", "pass"], no_count, ok_rcs=(0,)))
+    return rows
+
+
+def run_rows(rows: list[Row], repeat: int, warmup: bool) -> None:
+    def run_one(row: Row) -> Sample:
+        if row.prepare:
+            row.prepare()
+        s = measure(row.cmd, cwd=row.cwd, env=row.env)
+        if s.rc not in row.ok_rcs:
+            detail = (s.stderr.strip() or s.stdout.strip()).splitlines()[-8:]
+            raise BenchError(
+                f"{row.label}: `{' '.join(row.cmd)}` exited {s.rc}:\n    " + "\n    ".join(detail)
+            )
+        return s
+
+    if warmup:
+        for row in rows:
+            if not row.once:
+                _log(f"warm-up: {row.label}")
+                run_one(row)
+    for i in range(repeat):
+        for row in rows:
+            if row.once and row.samples:
+                continue
+            _log(f"round {i + 1}/{repeat}: {row.label}")
+            row.samples.append(run_one(row))
+            _log(f"    {row.samples[-1].wall:.3f} s")
+
+
+# ---- report ------------------------------------------------------------------
+
+
+def machine_lines(c: Corpora, tools: set[str], work: Path) -> list[str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, AttributeError):
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    venv_bin = tools_venv(work) / "bin"
+    versions = [f"cgguard {tool_version([*cgguard_command(), '--version']).split()[-1]}"]
+    if "semgrep" in tools:
+        versions.append(f"semgrep {tool_version([str(venv_bin / 'semgrep'), '--version'], semgrep_environment())}")
+    if "fixit" in tools:
+        versions.append(f"Fixit {tool_version([str(venv_bin / 'fixit'), '--version']).split()[-1]}")
+    if "grep" in tools:
+        grep = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()
+        versions.append(grep[0] if grep else "grep")
+    return [
+        f"- CPU: {cpu}, {usable} usable cores (of {os.cpu_count()}){mem}",
+        f"- OS: {platform.platform()}",
+        f"- Python {platform.python_version()} ({sys.executable})",
+        f"- Tools: {', '.join(versions)}",
+        f"- Corpus: {corpus_name(c.source)}, {c.files} files, {c.lines:,} lines "
+        f"(from {c.source}); runner file {c.runner_lines:,} lines with the bug planted",
+    ]
+
+
+def corpus_name(source: Path) -> str:
+    """"vLLM <version>" when the corpus is a vLLM package, else the folder's name."""
+    m = re.search(r"""__version__\s*=\s*version\s*=\s*['"]([^'"]+)""", _read(source / "_version.py"))
+    if m:
+        return f"vLLM {m.group(1)}"
+    try:
+        dists = importlib.metadata.packages_distributions().get(source.name, [])
+        for dist in dists:
+            d = importlib.metadata.distribution(dist)
+            if Path(d.locate_file(source.name)).resolve() == source.resolve():
+                return f"vLLM {d.version} ({dist})"
+    except Exception:  # metadata is best effort; the path is printed anyway
+        pass
+    return source.name
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _fmt_s(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+
+
+def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int) -> tuple[str, bool]:
+    by_key = {r.key: r for r in rows}
+    ref = {"tree": by_key.get("cg_tree"), "runner": by_key.get("cg_runner"), "noparse": by_key.get("cg_noparse")}
+    checks: dict[str, bool] = {}
+    cg_tree, sg_tree = by_key.get("cg_tree"), by_key.get("sg_tree")
+    if cg_tree:
+        checks["cg_tree"] = cg_tree.median <= TARGET_TREE_S
+    if sg_tree and cg_tree:
+        checks["sg_tree"] = sg_tree.median / cg_tree.median >= TARGET_SEMGREP_RATIO
+    if "cg_runner" in by_key:
+        checks["cg_runner"] = by_key["cg_runner"].median <= TARGET_RUNNER_CHECK_S
+        checks["cg_fix"] = by_key["cg_fix"].median <= TARGET_RUNNER_FIX_S
+    if "cg_noparse" in by_key:
+        checks["cg_noparse"] = by_key["cg_noparse"].median <= TARGET_NOPARSE_S
+
+    out = ["## Machine", "", *machine_lines(c, tools, work), "",
+           f"## Results (median of {repeat} runs, wall seconds, cold: no cache from an earlier run)", "",
+           "| row | median | ratio vs cgguard | findings | target | pass |",
+           "|---|---:|---:|---:|---|---|"]
+    for row in rows:
+        base = ref.get(row.group)
+        ratio = "1.0×" if row is base else (f"{row.median / base.median:.1f}×" if base and base.median else "–")
+        counts = {row.count(s) for s in row.samples}
+        found = "–" if counts == {None} else ", ".join(str(n) for n in sorted(counts, key=str))
+        verdict = "" if row.key not in checks else ("pass" if checks[row.key] else "**FAIL**")
+        label = row.label + (f" ({row.note})" if row.note else "")
+        out.append(f"| {label} | {_fmt_s(row.median)} | {ratio} | {found} | {row.target} | {verdict} |")
+    if cg_tree:
+        peak_mb = max(s.rss_kb for s in cg_tree.samples) / 1024
+        checks["rss"] = peak_mb <= TARGET_PEAK_RSS_MB
+        out.append(f"| peak RSS of cgguard check, whole tree | {peak_mb:.0f} MB | | | ≤ {TARGET_PEAK_RSS_MB:.0f} MB "
+                   f"| {'pass' if checks['rss'] else '**FAIL**'} |")
+        found = {count_cgguard(s) for s in cg_tree.samples}
+        checks["findings"] = found == {1}
+        out.append(f"| cgguard findings on the buggy tree | {', '.join(map(str, sorted(found)))} | | | exactly 1 "
+                   f"| {'pass' if checks['findings'] else '**FAIL**'} |")
+    out += ["", "Findings: cgguard counts findings (one per flow, at its origin); `cgguard fix` counts fixes "
+            "applied; semgrep counts taint results (origin and each sink it reaches); Fixit counts reports; "
+            "grep counts matching lines."]
+    if "fixit" in tools and "fx_tree" not in by_key:
+        out.append("Fixit runs on the runner file only (it takes minutes on the tree); `--fixit-tree` adds a "
+                   "single tree run.")
+    return "\n".join(out) + "\n", all(checks.values())
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeat", type=int, default=None, help="timed rounds (default 5; 1 with --quick)")
+    p.add_argument("--tools", default=",".join(ALL_TOOLS), help="comma list of cgguard,semgrep,fixit,grep")
+    p.add_argument("--corpus", type=Path, default=None, help="source tree (default: the installed vLLM package)")
+    p.add_argument("--runner", default=DEFAULT_RUNNER, help=f"runner file inside the corpus (default {DEFAULT_RUNNER})")
+    p.add_argument("--work", type=Path, default=DEFAULT_WORK, help="where corpora and tool venv go")
+    p.add_argument("--quick", action="store_true", help="1 round, no warm-up, no tree-wide semgrep")
+    p.add_argument("--fixit-tree", action="store_true", help="also run Fixit over the whole tree, once")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = p.parse_args(argv)
+    tools = {t.strip() for t in args.tools.split(",") if t.strip()}
+    unknown = tools - set(ALL_TOOLS)
+    if unknown:
+        p.error(f"unknown tool(s): {', '.join(sorted(unknown))} (choose from {', '.join(ALL_TOOLS)})")
+    args.tools = tools
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 5
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        corpus = args.corpus or default_corpus()
+        work = args.work.resolve()
+        c = build_corpora(corpus.resolve(), work, args.runner)
+        ensure_tools(work, args.tools)
+        rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree)
+        run_rows(rows, args.repeat, warmup=not args.quick)
+        table, met = report(rows, c, args.tools, work, args.repeat)
+    except BenchError as exc:
+        print(f"benchmarks/run.py: error: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(table)
+    return 1 if args.strict and not met else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
