@@ -67,11 +67,15 @@ def parses(text: str) -> None:
         ast.parse(text)
 
 
-def fix_text(text: str, check: Checker, *, unsafe: bool = False) -> FixOutcome:
+def fix_text(
+    text: str, check: Checker, *, unsafe: bool = False, findings: list[Finding] | None = None
+) -> FixOutcome:
+    """Fix ``text``; ``findings`` are ``check(text)`` when the caller already has them."""
     outcome = FixOutcome(text=text)
     current = text
     seen = {text}
-    findings = check(current)
+    if findings is None:
+        findings = check(current)
     for _ in range(MAX_ROUNDS):
         todo = [f for f in findings if applicable(f, unsafe)]
         if not todo:

@@ -112,7 +112,7 @@ def fix_source_text(
     if result.error is not None:
         return result
     try:
-        outcome = fix_text(text, _checker(path, finding_filter), unsafe=unsafe)
+        outcome = fix_text(text, _checker(path, finding_filter), unsafe=unsafe, findings=result.findings)
     except SyntaxError as exc:
         result.error = FileError(path, f"fix not applied: syntax error at line {exc.lineno}: {exc.msg}")
         return result

@@ -1,0 +1,120 @@
+"""A fix run killed midway (SIGKILL, no chance to clean up) leaves every file either
+exactly its old bytes or exactly its new bytes, never a mix; leftover temporary
+files are `.cgguard-*.tmp` (never taken for source), and running `fix` again
+finishes the job.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.robustness.conftest import BUGGY, CLEAN, assert_no_traceback, cgguard
+
+N_FILES = 1500
+# Padding makes each file several kilobytes, so a kill has a real chance of landing
+# in the middle of a write if writes were not atomic.
+PADDING = "".join(f"def pad_{i}(a, b):\n    return a * {i} + b\n\n" for i in range(150))
+VARIANTS = {
+    "lf": (BUGGY + PADDING).encode(),
+    "crlf": (BUGGY + PADDING).replace("\n", "\r\n").encode(),
+    "bom-tabs": b"\xef\xbb\xbf" + (BUGGY + PADDING).replace("    ", "\t").encode(),
+    "latin1": ("# -*- coding: latin-1 -*-\n# d\u00e9j\u00e0 vu\n" + BUGGY + PADDING).encode("latin-1"),
+    "clean": (CLEAN + PADDING).encode(),
+}
+
+
+def _expected_new_bytes(tmp_path: Path) -> dict[str, bytes]:
+    """Each variant fixed by a separate, uninterrupted `cgguard fix` on a copy."""
+    folder = tmp_path / "expected"
+    folder.mkdir()
+    for name, data in VARIANTS.items():
+        (folder / f"{name}.py").write_bytes(data)
+    result = cgguard("fix", str(folder))
+    assert result.returncode == 0, result.stdout + result.stderr
+    new = {name: (folder / f"{name}.py").read_bytes() for name in VARIANTS}
+    assert new["clean"] == VARIANTS["clean"]
+    assert all(new[name] != VARIANTS[name] for name in VARIANTS if name != "clean")
+    return new
+
+
+def _build_tree(root: Path) -> dict[Path, str]:
+    variant_of = {}
+    names = sorted(VARIANTS)
+    for i in range(N_FILES):
+        path = root / f"pkg{i // 100:02d}" / f"mod{i:04d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        name = names[i % len(names)]
+        path.write_bytes(VARIANTS[name])
+        variant_of[path] = name
+    return variant_of
+
+
+def _state(root: Path, variant_of: dict[Path, str], new: dict[str, bytes]):
+    """(files still old, files now new, temp files); fails on any other content."""
+    old_count = new_count = 0
+    for path, name in variant_of.items():
+        data = path.read_bytes()
+        if data == VARIANTS[name] and data == new[name]:
+            continue  # a clean file: old and new are the same bytes
+        if data == VARIANTS[name]:
+            old_count += 1
+        elif data == new[name]:
+            new_count += 1
+        else:
+            raise AssertionError(f"{path} is neither its old nor its new bytes ({len(data)} bytes)")
+    temps = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder, name)
+            if path not in variant_of:
+                assert name.startswith(".cgguard-") and name.endswith(".tmp"), f"unexpected file {path}"
+                temps.append(path)
+    return old_count, new_count, temps
+
+
+def test_killed_fix_run_leaves_only_old_or_new_files(tmp_path):
+    new = _expected_new_bytes(tmp_path)
+    root = tmp_path / "tree"
+    variant_of = _build_tree(root)
+    n_buggy = sum(1 for name in variant_of.values() if name != "clean")
+
+    kills_midway = 0
+    delays = [0.8, 1.5, 1.0, 2.0, 3.0]
+    for attempt in range(len(delays) + 1):
+        proc = subprocess.Popen([sys.executable, "-m", "cgguard", "fix", str(root)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if attempt < len(delays):
+            try:
+                out, err = proc.communicate(timeout=delays[attempt])
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                old_count, new_count, temps = _state(root, variant_of, new)
+                assert len(temps) <= attempt + 1  # at most one per killed run
+                if old_count and new_count:
+                    kills_midway += 1
+                continue
+        else:
+            out, err = proc.communicate(timeout=300)
+        # The run finished: everything is fixed.
+        assert "Traceback" not in out + err
+        assert proc.returncode == 0, out + err
+        assert f"in {N_FILES} files checked" in out  # temp files were not taken for source
+        break
+    else:
+        raise AssertionError("the fix never finished")
+
+    assert kills_midway >= 1, "no kill landed in the middle of the run; make the tree bigger"
+    old_count, new_count, temps = _state(root, variant_of, new)
+    assert (old_count, new_count) == (0, n_buggy)
+    for temp in temps:  # leftovers from killed runs hold at most one file's bytes
+        assert temp.read_bytes() in set(new.values()) or len(temp.read_bytes()) <= max(map(len, new.values()))
+
+    again = cgguard("fix", str(root))
+    assert_no_traceback(again)
+    assert again.returncode == 0 and "Fixed 0 findings." in again.stdout
