@@ -67,9 +67,9 @@ def _load(path: str) -> sourcefile.Source:
     return sourcefile.decode(sourcefile.read_bytes(path))
 
 
-def _checker(path: str, finding_filter: FindingFilter | None, text_for_filter: list[str]):
+def _checker(path: str, finding_filter: FindingFilter | None):
     def check(text: str) -> list[Finding]:
-        findings = check_source(text, path)
+        findings = _quiet_check(text, path)
         if finding_filter is not None:
             findings = finding_filter(path, text, findings)
         return findings
