@@ -6,6 +6,7 @@ Duck-typed on purpose: the field names below are stable from vLLM 0.18.0 to 0.33
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -72,12 +73,17 @@ def build_config_for_blocks(runner: Any, config: Any, blocks: int) -> Any:
     from vllm.v1.core import kv_cache_utils
 
     build = kv_cache_utils.get_kv_cache_config_from_groups
+    extra: dict[str, Any] = {"available_memory": 0}
+    # Releases whose builder also wants the per-layer specs get them from the runner.
+    for name in ("kv_cache_specs", "kv_cache_spec"):
+        if name in inspect.signature(build).parameters:
+            extra[name] = runner.get_kv_cache_spec()
     vllm_config = runner.vllm_config
     cache_config = vllm_config.cache_config
     saved = cache_config.num_gpu_blocks_override
     cache_config.num_gpu_blocks_override = blocks
     try:
-        built = build(vllm_config, config.kv_cache_groups, available_memory=0)
+        built = build(vllm_config, config.kv_cache_groups, **extra)
     finally:
         cache_config.num_gpu_blocks_override = saved
     if built.num_blocks != blocks:
