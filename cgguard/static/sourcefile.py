@@ -141,6 +141,9 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
         st = os.stat(real)
     except OSError as exc:
         raise SourceError(f"could not write the fixed file: {_os_reason(path, exc)}") from None
+    if not os.access(real, os.W_OK):
+        # A read-only file says "do not edit"; the rename below would not ask.
+        raise SourceError("could not write the fixed file: the file is read-only")
     if expected is not None:
         try:
             now = read_bytes(real)

@@ -280,3 +280,15 @@ def test_file_names_that_are_not_utf8_are_reported_and_fixed(tmp_path):
     assert fixed.returncode == 2 and "Fixed 1 finding." in fixed.stdout
     with open(os.path.join(root, b"runner_\xff.py"), "rb") as fh:
         assert fh.read() == FIXED.encode()
+
+
+def test_read_only_file_is_reported_not_rewritten(tmp_path):
+    (tmp_path / "frozen.py").write_text(BUGGY)
+    (tmp_path / "open.py").write_text(BUGGY)
+    os.chmod(tmp_path / "frozen.py", 0o444)
+    result = cgguard("fix", ".", cwd=tmp_path, unprivileged=True)
+    assert_no_traceback(result)
+    assert result.returncode == 2, result.stdout + result.stderr
+    _assert_errors(result.stderr, tmp_path, {"frozen.py": "could not write the fixed file: the file is read-only"})
+    assert (tmp_path / "frozen.py").read_text() == BUGGY
+    assert (tmp_path / "open.py").read_text() == FIXED
