@@ -487,6 +487,10 @@ def _fmt_s(v: float | None) -> str:
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
+def _fmt_ratio(r: float) -> str:
+    return f"{r:.2f}×" if r < 1 else f"{r:.1f}×"
+
+
 def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int) -> tuple[str, bool]:
     by_key = {r.key: r for r in rows}
     ref = {"tree": by_key.get("cg_tree"), "runner": by_key.get("cg_runner"), "noparse": by_key.get("cg_noparse")}
@@ -508,7 +512,7 @@ def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int
            "|---|---:|---:|---:|---|---|"]
     for row in rows:
         base = ref.get(row.group)
-        ratio = "1.0×" if row is base else (f"{row.median / base.median:.1f}×" if base and base.median else "–")
+        ratio = "1.0×" if row is base else (_fmt_ratio(row.median / base.median) if base and base.median else "–")
         counts = {row.count(s) for s in row.samples}
         found = "–" if counts == {None} else ", ".join(str(n) for n in sorted(counts, key=str))
         verdict = "" if row.key not in checks else ("pass" if checks[row.key] else "**FAIL**")

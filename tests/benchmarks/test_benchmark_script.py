@@ -1,0 +1,145 @@
+"""benchmarks/run.py runs end to end on a small corpus and prints its table.
+
+Only cgguard and grep are timed here (semgrep and Fixit would need their own
+install); no time is asserted, only that every row is there and the findings are.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PRE_FIX_RUNNER_EXPR, REPO, UPSTREAM_FIXED_RUNNER_EXPR
+
+SCRIPT = REPO / "benchmarks" / "run.py"
+
+# A runner shaped like vLLM's, carrying upstream's fix in its multi-line form; the
+# script plants the old per-token formula into its buggy copy.
+RUNNER = f'''"""A small stand-in for vllm/v1/worker/gpu_model_runner.py."""
+
+
+class GPUModelRunner:
+    def __init__(self, vllm_config):
+        self.compilation_config = vllm_config.compilation_config
+        self.cache_config = vllm_config.cache_config
+        self.max_num_reqs = vllm_config.scheduler_config.max_num_seqs
+
+    def _init_minimal_kv_cache_for_profiling(self) -> None:
+        # the minimum number of blocks required is 1 block *per sequence*
+        min_blocks = {UPSTREAM_FIXED_RUNNER_EXPR}
+        saved_override = self.cache_config.num_gpu_blocks_override
+        self.cache_config.num_gpu_blocks_override = min_blocks
+        try:
+            self.build()
+        finally:
+            self.cache_config.num_gpu_blocks_override = saved_override
+'''
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600
+    )
+
+
+def _table_row(stdout: str, label_start: str) -> list[str]:
+    for line in stdout.splitlines():
+        if line.startswith(f"| {label_start}"):
+            return [cell.strip() for cell in line.strip().strip("|").split("|")]
+    raise AssertionError(f"no table row starting {label_start!r} in:\n{stdout}")
+
+
+@pytest.fixture
+def small_corpus(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    (corpus / "v1" / "worker").mkdir(parents=True)
+    (corpus / "v1" / "worker" / "gpu_model_runner.py").write_text(RUNNER)
+    (corpus / "__init__.py").write_text('"""Package."""\n')
+    # Mentions the capture size in a per-token buffer: must stay silent.
+    (corpus / "v1" / "buffers.py").write_text(
+        "def table(cfg):\n    size = cfg.compilation_config.max_cudagraph_capture_size\n"
+        "    return [0] * (size + 1)\n"
+    )
+    (corpus / "v1" / "plain.py").write_text(
+        '"""A module with nothing for the rules."""\n\n' + "".join(f"VALUE_{i} = {i}\n" for i in range(40))
+    )
+    return corpus
+
+
+def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    proc = _run("--tools", "cgguard,grep", "--repeat", "1", "--corpus", str(small_corpus), "--work", str(work))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+
+    assert "## Machine" in out and "- CPU:" in out and "- Python " in out
+    assert re.search(r"- Corpus: corpus, 4 files, [\d,]+ lines", out), out
+    assert "median of 1 runs" in out
+    assert "| row | median | ratio vs cgguard | findings | target | pass |" in out
+
+    # cgguard finds exactly the planted bug, in the tree and in the runner file alone.
+    assert _table_row(out, "cgguard check, whole tree")[3] == "1"
+    assert _table_row(out, "cgguard check, runner file")[3] == "1"
+    assert _table_row(out, "cgguard fix, runner file")[3] == "1"  # one fix applied
+    assert _table_row(out, "cgguard findings on the buggy tree")[1:] == ["1", "", "", "exactly 1", "pass"]
+    # grep finds the literal once in the tree, and once in the runner file.
+    assert _table_row(out, "grep -rn")[3] == "1"
+    assert _table_row(out, "grep -n literal, runner file")[3] == "1"
+    # Files with nothing to parse (plain.py, padded with plain files to 5) give nothing;
+    # the interpreter baseline has no count.
+    noparse = _table_row(out, "cgguard check, 5 files with nothing to parse")
+    assert noparse[3] == "0" and noparse[4] == "≤ 150 ms"
+    assert _table_row(out, "python -c pass")[3] == "–"
+    peak = _table_row(out, "peak RSS of cgguard check, whole tree")
+    assert re.fullmatch(r"\d+ MB", peak[1]) and peak[4] == "≤ 200 MB" and peak[5] in ("pass", "**FAIL**")
+    # Every timed row has a median and a ratio.
+    for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass"):
+        row = _table_row(out, label)
+        assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[1]), row
+        assert re.fullmatch(r"\d+\.\d+×", row[2]), row
+    # Tools not asked for do not appear.
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 7 + 2  # header, seven timed rows, peak RSS and findings
+    assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
+
+
+def test_builds_corpora_without_touching_the_source(small_corpus: Path, tmp_path: Path) -> None:
+    before = (small_corpus / "v1" / "worker" / "gpu_model_runner.py").read_text()
+    work = tmp_path / "work"
+    proc = _run("--tools", "cgguard", "--quick", "--corpus", str(small_corpus), "--work", str(work))
+    assert proc.returncode == 0, proc.stderr
+
+    assert (small_corpus / "v1" / "worker" / "gpu_model_runner.py").read_text() == before
+    assert (work / "tree" / "v1" / "worker" / "gpu_model_runner.py").read_text() == before
+    buggy = (work / "tree-buggy" / "v1" / "worker" / "gpu_model_runner.py").read_text()
+    assert f"min_blocks = {PRE_FIX_RUNNER_EXPR}\n" in buggy and "min(self.max_num_reqs" not in buggy
+    assert (work / "runner" / "gpu_model_runner.py").read_text() == buggy
+    # The fix row ran on a fresh copy of the runner, which it fixed; the runner stays buggy.
+    fixed = (work / "fix" / "gpu_model_runner.py").read_text()
+    assert "min(self.max_num_reqs," in fixed and f"= {PRE_FIX_RUNNER_EXPR}" not in fixed
+    # --quick: one round, no tree-wide semgrep even if asked.
+    assert "median of 1 runs" in proc.stdout
+
+
+def test_corpus_without_runner_is_one_clear_error(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.py").write_text("x = 1\n")
+    proc = _run("--tools", "cgguard", "--corpus", str(corpus), "--work", str(tmp_path / "work"))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("benchmarks/run.py: error: ")
+    assert "gpu_model_runner.py: runner file not found in the corpus" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_tool_is_refused(small_corpus: Path, tmp_path: Path) -> None:
+    proc = _run("--tools", "cgguard,ruff", "--corpus", str(small_corpus), "--work", str(tmp_path / "work"))
+    assert proc.returncode == 2
+    assert "unknown tool(s): ruff" in proc.stderr
+    assert not (tmp_path / "work").exists()
