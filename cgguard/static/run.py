@@ -130,8 +130,8 @@ def fix_source_text(
             difflib.unified_diff(
                 text.splitlines(keepends=True),
                 outcome.text.splitlines(keepends=True),
-                fromfile=f"a/{path.lstrip('/')}",
-                tofile=f"b/{path.lstrip('/')}",
+                fromfile=f"a/{_printable_path(path).lstrip('/')}",
+                tofile=f"b/{_printable_path(path).lstrip('/')}",
             )
         )
     return result
@@ -223,6 +223,12 @@ def fix_paths(
                 _guarded(path, lambda p: fix_file(p, finding_filter, write=write, unsafe=unsafe))
             )
     return run
+
+
+def _printable_path(path: str) -> str:
+    # A file name that is not valid UTF-8 holds surrogate escapes, which a strict
+    # output stream refuses: show those bytes as \xNN instead.
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _parse_failure(exc: BaseException) -> str:

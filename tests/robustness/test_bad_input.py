@@ -276,6 +276,10 @@ def test_file_names_that_are_not_utf8_are_reported_and_fixed(tmp_path):
     assert check.returncode == 2, check.stdout + check.stderr
     assert check.stderr.splitlines() == ["blob_\\xfe.py: error: binary file (contains NUL bytes)"]
     assert check.stdout.startswith("runner_\\xff.py:4:22: CGG001 ")
+    diff = cgguard("fix", "--diff", ".", cwd=tmp_path, env=env)
+    assert_no_traceback(diff)
+    assert diff.returncode == 2, diff.stdout + diff.stderr
+    assert "--- a/runner_\\xff.py\n+++ b/runner_\\xff.py\n" in diff.stdout
     fixed = cgguard("fix", ".", cwd=tmp_path, env=env)
     assert fixed.returncode == 2 and "Fixed 1 finding." in fixed.stdout
     with open(os.path.join(root, b"runner_\xff.py"), "rb") as fh:
