@@ -162,7 +162,7 @@ def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_f
     from cgguard.static.run import RunResult, check_paths, check_text
     from cgguard.static.selection import make_filter
 
-    paths = paths or (".",)
+    paths = paths or (("-",) if stdin_filename else (".",))
     settings = _settings(paths, config_file, isolated, stdin_filename, force_exclude=force_exclude)
     finding_filter = make_filter(settings)
     if paths == ("-",):
@@ -196,7 +196,7 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
     from cgguard.static.run import fix_paths
     from cgguard.static.selection import make_filter
 
-    paths = paths or (".",)
+    paths = paths or (("-",) if stdin_filename else (".",))
     settings = _settings(paths, config_file, isolated, stdin_filename,
                          force_exclude=force_exclude, unsafe_fixes=unsafe_fixes)
     finding_filter = make_filter(settings)

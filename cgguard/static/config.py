@@ -108,6 +108,17 @@ def _has_cgguard_table(path: str) -> bool:
 
 
 def _parse_toml(path: str) -> dict:
+    # Finding the file and loading it read the same pyproject.toml: parse it once.
+    key = os.path.abspath(path)
+    if key not in _PARSED:
+        _PARSED[key] = _read_toml(path)
+    return _PARSED[key]
+
+
+_PARSED: dict[str, dict] = {}
+
+
+def _read_toml(path: str) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10

@@ -22,8 +22,7 @@ from typing import Iterable, Iterator
 
 from cgguard.static.config import Settings
 from cgguard.static.findings import FileError
-from cgguard.static.globs import IgnoreRule, PathGlobs, gitignored, parse_gitignore
-from cgguard.static.selection import relative_to_root
+from cgguard.static.globs import IgnoreRule, PathGlobs, gitignored, parse_gitignore, relative_to_root
 
 SUFFIXES = (".py", ".pyi")
 

@@ -8,6 +8,7 @@ character class (``[!...]`` negated), as in git.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -53,6 +54,13 @@ def glob_to_regex(glob: str) -> str:
             out.append(re.escape(c))
         i += 1
     return "".join(out)
+
+
+def relative_to_root(path: str, root: str) -> str:
+    """``path`` relative to ``root`` in POSIX form (absolute when it lies outside)."""
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full, root) if full.startswith(root.rstrip(os.sep) + os.sep) else full
+    return rel.replace(os.sep, "/")
 
 
 class PathGlobs:

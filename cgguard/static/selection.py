@@ -8,20 +8,12 @@ finding is never fixed.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 from cgguard.static.config import Settings
 from cgguard.static.findings import Finding
-from cgguard.static.globs import PathGlobs
+from cgguard.static.globs import PathGlobs, relative_to_root
 from cgguard.static.suppressions import filter_suppressed
-
-
-def relative_to_root(path: str, root: str) -> str:
-    """``path`` relative to ``root`` in POSIX form (absolute when it lies outside)."""
-    full = os.path.abspath(path)
-    rel = os.path.relpath(full, root) if full.startswith(root.rstrip(os.sep) + os.sep) else full
-    return rel.replace(os.sep, "/")
 
 
 def make_filter(settings: Settings):
