@@ -41,6 +41,11 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C: writes are atomic, so each file is either fixed or untouched.
+            # Exit 2 (an error), not click's 1, which would read as "findings remain".
+            click.echo("cgguard: interrupted", err=True)
+            ctx.exit(2)
         except Exception as exc:  # noqa: BLE001 - a bug outside any one file
             if _VERBOSE["on"]:
                 raise

@@ -122,3 +122,26 @@ def test_killed_fix_run_leaves_only_old_or_new_files(tmp_path):
     again = cgguard("fix", str(root))
     assert_no_traceback(again)
     assert again.returncode == 0 and "Fixed 0 findings." in again.stdout
+
+
+def test_ctrl_c_stops_cleanly_with_exit_2_and_no_temp_file(tmp_path):
+    new = _expected_new_bytes(tmp_path)
+    root = tmp_path / "tree"
+    variant_of = _build_tree(root)
+    proc = subprocess.Popen([sys.executable, "-m", "cgguard", "fix", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    # Interrupt once some files are fixed (the first files in walk order change first).
+    first = min(p for p, name in variant_of.items() if name != "clean")
+    deadline = time.monotonic() + 60
+    while first.read_bytes() != new[variant_of[first]]:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before any fix"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out + err
+    assert err.strip().splitlines() == ["cgguard: interrupted"], err
+    assert "Traceback" not in out + err
+    old_count, new_count, temps = _state(root, variant_of, new)
+    assert new_count >= 1 and old_count >= 1
+    assert temps == []  # an interrupted write removes its temporary file
