@@ -87,7 +87,9 @@ def program(draw, buggy: bool):
         }[clean]
         # Token buffers and strings are not block counts: named as such code names them.
         var = {"buffer": "query_start_loc_table", "string": "patched_line"}.get(clean, var)
-    body.append((depth, f"{var} = {count}"))
+    # Sometimes another statement (with non-ASCII text) shares the count's line.
+    prefix = draw(st.sampled_from(["", "", 'note = "größe ✓"; ']))
+    body.append((depth, f"{prefix}{var} = {count}"))
     for d, header in reversed(list(enumerate(headers))):
         if header == "try:":  # close each `try:` right after the count, at its own depth
             body += [(d, "finally:"), (d + 1, "pass")]
