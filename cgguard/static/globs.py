@@ -57,10 +57,18 @@ def glob_to_regex(glob: str) -> str:
 
 
 def relative_to_root(path: str, root: str) -> str:
-    """``path`` relative to ``root`` in POSIX form (absolute when it lies outside)."""
+    """``path`` relative to ``root`` in POSIX form ("." for the root itself; absolute
+    when it lies outside)."""
     full = os.path.abspath(path)
+    if full == root:
+        return "."
     rel = os.path.relpath(full, root) if full.startswith(root.rstrip(os.sep) + os.sep) else full
     return rel.replace(os.sep, "/")
+
+
+def under(prefix: str, rel: str) -> str:
+    """Join a ``relative_to_root`` folder and a POSIX path below it."""
+    return rel if prefix == "." else f"{prefix.rstrip('/')}/{rel}"
 
 
 class PathGlobs:
