@@ -291,7 +291,72 @@ CASES = {
     "crlf": (1, f"class Runner:\r\n    def f(self):\r\n        {BUG}\r\n        return min_blocks\r\n"),
     "form_feed_between_defs": (1, f"class Runner:\n    def g(self):\n        return 1\n\x0c\n    def f(self):\n"
                                f"        {BUG}\n        return min_blocks\n"),
+    # Class facts (runner or not, which self attributes exist) pick the request count
+    # the fix uses; the fast path reads them from text found by indentation.
+    "class_hidden_by_column0_string": (1, f'''
+        class MyRunner:
+            def g(self):
+                s = """
+        x
+        """
+                return s
+
+            def f(self):
+                {BUG}
+    '''),
+    "class_hidden_by_dedented_bracket": (1, f"""
+        class MyRunner:
+            def g(self):
+                return dict(
+        a=1,
+                )
+
+            def f(self):
+                {BUG}
+    """),
+    "self_attr_after_column0_string": (1, f'''
+        class Worker:
+            def f(self):
+                {BUG}
+
+            def g(self):
+                s = """
+        x
+        """
+                self.max_num_seqs = 4
+    '''),
+    "fake_class_header_in_string": (1, f'''
+        class Worker:
+            doc = """
+          class FakeRunner:
+            """
+
+            def f(self):
+                {BUG}
+    '''),
+    "fake_def_header_in_string": (1, f'''
+        class MyRunner:
+            def f(self):
+                x = """
+              def g(self, min_blocks=1):
+                """
+                {BUG}
+                return x
+    '''),
 }
+
+# Found by this test on 2026-11-29 and reported to the static-core owner: the fast
+# path finds the enclosing class by indentation, so a column-0 string or bracket
+# line earlier in the class hides it (or a class header inside a string fakes one),
+# and the finding gets another message and fix (or none) than on the full path.
+# Strict: each marker must go when scan.py is fixed.
+KNOWN_MISMATCHES = {
+    "class_hidden_by_column0_string",
+    "class_hidden_by_dedented_bracket",
+    "self_attr_after_column0_string",
+    "fake_class_header_in_string",
+}
+_CLASS_FACTS = pytest.mark.xfail(strict=True, reason="fast path reads the wrong class facts (see KNOWN_MISMATCHES)")
 
 BROKEN = {
     # The needle's own function does not parse: both paths must fail.
@@ -325,7 +390,9 @@ def _text(src: str) -> str:
     return textwrap.dedent(src).lstrip("\n") if "\t" not in src and "\r" not in src else src
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=_CLASS_FACTS) if n in KNOWN_MISMATCHES else n for n in sorted(CASES)]
+)
 def test_synthetic_same_findings(name: str) -> None:
     expected_count, src = CASES[name]
     text = _text(src)
