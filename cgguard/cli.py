@@ -7,6 +7,7 @@ import sys
 import click
 
 from cgguard import __version__
+from cgguard.static.formats import FORMATS
 
 
 # Commands that live in other modules, imported only when used (start-up time
@@ -105,9 +106,6 @@ def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = N
     return run.exit_code()
 
 
-FORMATS = ("text", "full", "json", "sarif", "github")  # see cgguard.static.formats
-
-
 def _run_options(command):
     """Options `check` and `fix` share: settings, discovery, standard input, output."""
     for option in reversed((
@@ -145,18 +143,27 @@ def _settings(paths, config_file, isolated, stdin_filename, **overrides):
     return with_overrides(settings, **overrides)
 
 
-def _read_stdin(name: str):
-    """(text, bytes, FileResult with the error or None) for source piped in as `-`."""
-    from cgguard.static import sourcefile
-    from cgguard.static.findings import FileError
-    from cgguard.static.run import FileResult
+def _stdin(stdin_filename, settings):
+    """Source piped in as `-`: (name, Source to check or None, the bytes read, the run so far).
 
+    The Source is None when the input cannot be decoded (the run then holds the
+    error) or when --force-exclude skips its --stdin-filename.
+    """
+    from cgguard.static import sourcefile
+    from cgguard.static.discovery import force_excluded
+    from cgguard.static.findings import FileError
+    from cgguard.static.run import FileResult, RunResult
+
+    name = stdin_filename or "-"
     data = sys.stdin.buffer.read()
+    run = RunResult()
+    if stdin_filename and force_excluded(stdin_filename, settings):
+        return name, None, data, run
     try:
-        source = sourcefile.decode(data)
+        return name, sourcefile.decode(data), data, run
     except sourcefile.SourceError as exc:
-        return None, data, FileResult(name, error=FileError(name, str(exc)))
-    return source, data, None
+        run.files.append(FileResult(name, error=FileError(name, str(exc))))
+        return name, None, data, run
 
 
 @main.command()
@@ -164,22 +171,17 @@ def _read_stdin(name: str):
 def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename) -> None:
     """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input)."""
     from cgguard.static.formats import Sources
-    from cgguard.static.run import RunResult, check_paths, check_text
+    from cgguard.static.run import check_paths, check_text
     from cgguard.static.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
     settings = _settings(paths, config_file, isolated, stdin_filename, force_exclude=force_exclude)
     finding_filter = make_filter(settings)
     if paths == ("-",):
-        from cgguard.static.discovery import force_excluded
-
-        name = stdin_filename or "-"
-        run = RunResult()
-        sources = Sources()
-        if not (stdin_filename and force_excluded(stdin_filename, settings)):
-            source, _, failed = _read_stdin(name)
-            run.files.append(failed or check_text(source.text, name, finding_filter))
-            sources = Sources({name: source.text} if source else {})
+        name, source, _, run = _stdin(stdin_filename, settings)
+        if source is not None:
+            run.files.append(check_text(source.text, name, finding_filter))
+        sources = Sources({name: source.text} if source is not None else {})
         sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file, sources=sources))
     run = check_paths(paths, finding_filter, settings=settings)
     sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file))
@@ -221,20 +223,13 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
     """`cgguard fix -`: the fixed source (or, with --diff, the diff) on standard output."""
     from cgguard.static import sourcefile
-    from cgguard.static.discovery import force_excluded
     from cgguard.static.formats import Sources
-    from cgguard.static.run import RunResult, fix_source_text
+    from cgguard.static.run import fix_source_text
 
-    name = stdin_filename or "-"
-    run = RunResult()
-    source, data, failed = _read_stdin(name)
-    out = data  # whatever happens, the input comes back out whole
+    name, source, data, run = _stdin(stdin_filename, settings)
+    out = b"" if diff else data  # unless a fix changes it, the input comes back out whole
     sources = Sources()
-    if stdin_filename and force_excluded(stdin_filename, settings):
-        pass
-    elif failed is not None:
-        run.files.append(failed)
-    else:
+    if source is not None:
         result = fix_source_text(source.text, name, finding_filter, unsafe=settings.unsafe_fixes)
         run.files.append(result)
         new_text = result.new_text if result.new_text is not None else source.text
@@ -243,9 +238,8 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
             out = result.diff.encode("utf-8", "surrogateescape")
         elif result.changed:
             out = sourcefile.encode(source, new_text)
-    if not diff or out is not data:
-        sys.stdout.buffer.write(out)
-        sys.stdout.flush()
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
     return _report(run, fixing=not diff, fmt=fmt, output_file=output_file, sources=sources,
                    out=sys.stderr)
 
