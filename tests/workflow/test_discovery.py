@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
+from cgguard.static.config import Settings
+from cgguard.static.discovery import discover
 from tests.conftest import run_cgguard
-from tests.workflow.conftest import CGG001_SOURCE, GIT_ENV, finding_paths, git, git_init, write
+from tests.workflow.conftest import CGG001_SOURCE, GIT_ENV, finding_paths, git, git_env, git_init, write
 
 
 def _check(root, *args):
@@ -134,3 +137,57 @@ def test_missing_paths_and_empty_folders_are_one_line_errors(tmp_path):
         "docs: error: no Python files found in this directory",
     ]
     assert finding_paths(result.stdout) == ["a.py"]
+
+
+def test_walk_outside_git_agrees_with_git_on_tricky_patterns(tmp_path, monkeypatch):
+    """The same tree inside a git repository and outside one: the same files checked."""
+    tree = {
+        ".gitignore": (
+            "# comment\n"
+            "*.tmp.py\n"
+            "!important.tmp.py\n"
+            "/anchored/\n"
+            "**/cache_dir\n"
+            "a/**/b.py\n"
+            "[xy]_*.py\n"
+            "?z.py\n"
+            "\\#hash.py\n"
+            "trailing.py   \n"
+            "docs/*\n"
+            "!docs/keep.py\n"
+        ),
+        "one.tmp.py": "", "important.tmp.py": "", "anchored/a.py": "", "sub/anchored/a.py": "",
+        "x/cache_dir/c.py": "", "cache_dir/d.py": "", "a/b.py": "", "a/q/r/b.py": "", "a/c.py": "",
+        "x_1.py": "", "w_1.py": "", "zz.py": "", "az.py": "", "abz.py": "", "#hash.py": "",
+        "trailing.py": "", "docs/gone.py": "", "docs/keep.py": "", "docs/deeper/x.py": "",
+        "pkg/.gitignore": "*.py\n!/top.py\n", "pkg/top.py": "", "pkg/other.py": "", "pkg/sub/top.py": "",
+    }
+    repo = git_init(tmp_path / "repo")
+    plain = tmp_path / "plain"
+    write(repo, tree)
+    write(plain, tree)
+    git_listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-co", "--exclude-standard"],
+                                capture_output=True, text=True, env=git_env(), check=True).stdout.split()
+    expected = sorted(p for p in git_listed if p.endswith(".py"))
+    assert "important.tmp.py" in expected and "docs/keep.py" in expected and "pkg/top.py" in expected
+    # The files are empty (no findings): list what a run checks through discovery itself.
+    for name, value in GIT_ENV.items():
+        monkeypatch.setenv(name, value)
+    for root in (repo, plain):
+        monkeypatch.chdir(root)
+        found = sorted(p for p, err in discover(["."], Settings(root=str(root))) if err is None)
+        assert found == expected, (root.name, sorted(set(found) ^ set(expected)))
+
+
+def test_exclude_replaces_defaults_and_globs_are_relative_to_the_config_file(tmp_path):
+    root = tmp_path / "proj"
+    write(root, {
+        "pyproject.toml": '[tool.cgguard]\nexclude = ["gen"]\nextend-exclude = ["sub/skip"]\n',
+        "venv/x.py": CGG001_SOURCE,   # default exclude replaced: checked
+        "sub/gen/y.py": CGG001_SOURCE,
+        "sub/skip/z.py": CGG001_SOURCE,
+        "sub/ok.py": CGG001_SOURCE,
+    })
+    assert finding_paths(_check(root, ".").stdout) == ["sub/ok.py", "venv/x.py"]
+    # Run from the subfolder: the globs still count from the config file's folder.
+    assert finding_paths(_check(root / "sub", ".").stdout) == ["ok.py"]
