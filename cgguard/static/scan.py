@@ -99,6 +99,11 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
             except SyntaxError:
                 return check_source(text, path, fast=False)
             hits.extend((h, offset) for h in _walk(tree, facts, lines, offset, needles))
+        if hits:
+            # Findings are rare and their fix depends on the whole class (which request
+            # count it offers) and on the whole file parsing: settle them on the full
+            # parse, which the chunks were only a shortcut to.
+            return check_source(text, path, fast=False)
     findings = [_to_finding(h, off, text, lines, path) for h, off in hits]
     return sorted(set(findings), key=Finding.sort_key)
 

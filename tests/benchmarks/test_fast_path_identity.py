@@ -345,18 +345,10 @@ CASES = {
     '''),
 }
 
-# Found by this test on 2026-11-29 and reported to the static-core owner: the fast
-# path finds the enclosing class by indentation, so a column-0 string or bracket
-# line earlier in the class hides it (or a class header inside a string fakes one),
-# and the finding gets another message and fix (or none) than on the full path.
-# Strict: each marker must go when scan.py is fixed.
-KNOWN_MISMATCHES = {
-    "class_hidden_by_column0_string",
-    "class_hidden_by_dedented_bracket",
-    "self_attr_after_column0_string",
-    "fake_class_header_in_string",
-}
-_CLASS_FACTS = pytest.mark.xfail(strict=True, reason="fast path reads the wrong class facts (see KNOWN_MISMATCHES)")
+# Found by this test on 2026-11-29: the fast path finds the enclosing class by
+# indentation, so a column-0 string or bracket line earlier in the class hid it (or a
+# class header inside a string faked one). Fixed in scan.py: a file with findings is
+# settled on the full parse, so the class facts always come from the real class.
 
 BROKEN = {
     # The needle's own function does not parse: both paths must fail.
@@ -391,7 +383,7 @@ def _text(src: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=_CLASS_FACTS) if n in KNOWN_MISMATCHES else n for n in sorted(CASES)]
+    "name", sorted(CASES)
 )
 def test_synthetic_same_findings(name: str) -> None:
     expected_count, src = CASES[name]
@@ -402,16 +394,14 @@ def test_synthetic_same_findings(name: str) -> None:
     assert len(full) == expected_count, [(f.line, f.code, f.message) for f in full]
 
 
-# Found by this test on 2026-11-29: the fast path parses only the needle's function,
-# so a syntax error elsewhere in the file goes unseen and the file gets findings
-# instead of an error (exit 1 instead of 2). Reported to the static-core owner;
-# strict, so the marker must go when scan.py is fixed.
-_ELSEWHERE = pytest.mark.xfail(strict=True, reason="fast path misses a syntax error outside the needle's function")
+# Found by this test on 2026-11-29: the fast path parsed only the needle's function,
+# so a syntax error elsewhere went unseen (exit 1 instead of 2). Fixed the same way:
+# findings are settled on the full parse.
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=_ELSEWHERE) if n == "syntax_error_elsewhere" else n for n in sorted(BROKEN)],
+    sorted(BROKEN),
 )
 def test_unparsable_file_fails_on_both_paths(name: str) -> None:
     text = _text(BROKEN[name])
