@@ -17,6 +17,8 @@ REMEDY = (
     "Remedy: upgrade to vLLM 0.26.0 or later, run `cgguard fix` on the fork's model "
     f"runner, or set {MODE_ENV}=fix to build the bounded cache at start-up."
 )
+# After ``fix`` acted, only the lasting remedies are left to suggest.
+LASTING_REMEDY = "upgrade to vLLM 0.26.0 or later, or run `cgguard fix` on the fork's model runner"
 
 
 @dataclass
@@ -78,7 +80,7 @@ def fixed_message(a: Allocation) -> str:
         f"cgguard: {MODE_ENV}=fix built vLLM's CUDA-graph profiling KV cache for "
         f"{_amount(a.bound_blocks, a.bound_bytes)} instead of {_amount(a.requested_blocks, a.requested_bytes)}, "
         f"saving {saved:,} bytes ({human_bytes(saved)}); bound = {a.bound_text()} "
-        f"(vLLM {a.vllm_version or 'unknown'}). {REMEDY}"
+        f"(vLLM {a.vllm_version or 'unknown'}). To remove the cause: {LASTING_REMEDY}."
     )
 
 

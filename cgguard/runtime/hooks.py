@@ -341,13 +341,13 @@ def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) ->
             append_event(report_path, "installed", active=False, mode=mode, vllm_version=vllm_version(), targets=[])
             return False
         STATE.active = True
+        logger.info("cgguard: runtime guard active in pid %d (mode %s), hooked %d targets",
+                    os.getpid(), STATE.mode, len(STATE.targets))
         _announce()
         return True
 
 
 def _announce() -> None:
-    logger.info("cgguard: runtime guard active in pid %d (mode %s), hooked %d targets",
-                os.getpid(), STATE.mode, len(STATE.targets))
     append_event(STATE.report, "installed", active=True, mode=STATE.mode,
                  vllm_version=vllm_version(), targets=list(STATE.targets))
 

@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 
 from cgguard.shared.modes import DEFAULT_MODE
 
-# Guard messages go through the standard logging tree. They are warnings, so
-# they reach stderr even in processes where nothing configured logging.
-logger = logging.getLogger("cgguard.runtime")
+# A child of vLLM's logger, so guard messages come out with vLLM's format, level
+# (VLLM_LOGGING_LEVEL) and destination, next to the lines they explain. Where vLLM
+# did not configure logging they propagate to the root logger, and warnings still
+# reach stderr.
+LOGGER_NAME = "vllm.cgguard"
+logger = logging.getLogger(LOGGER_NAME)
 
 
 @dataclass
@@ -26,7 +29,7 @@ class GuardState:
         if key in self.logged_once:
             return
         self.logged_once.add(key)
-        logger.log(level, message, *args)
+        logger.log(level, message, *args, stacklevel=2)  # the caller's line, not this one
 
 
 STATE = GuardState()

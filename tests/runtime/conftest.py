@@ -8,6 +8,7 @@ module because start-up takes 15-40 s on these machines.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -113,3 +114,31 @@ def kv_tensors_exist(runner) -> bool:
         if cache is not None and getattr(cache, "numel", lambda: len(cache))() > 0:
             return True
     return False
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def guard_log() -> Iterator[list[str]]:
+    """Messages the guard logs during a test (WARNING and up).
+
+    Attached to the guard's own logger: it is a child of vLLM's logger, which does
+    not propagate to the root logger where pytest's caplog listens.
+    """
+    from cgguard.runtime.state import LOGGER_NAME
+
+    logger = logging.getLogger(LOGGER_NAME)
+    handler = _Records()
+    handler.setLevel(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)

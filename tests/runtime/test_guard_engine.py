@@ -9,7 +9,6 @@ the real KV cache back (see ``profiling_cache``).
 from __future__ import annotations
 
 import gc
-import logging
 from contextlib import contextmanager
 
 import pytest
@@ -177,16 +176,15 @@ def test_fix_with_the_legacy_signature(engine, guard):
         assert allocated_kv(runner) == (BOUND, BOUND * 131_072)
 
 
-def test_warn_logs_once_and_changes_nothing(engine, guard, caplog):
+def test_warn_logs_once_and_changes_nothing(engine, guard, guard_log):
     _, runner, _ = engine
     report = guard("warn")
     fork = make_fork_runner()
-    with caplog.at_level(logging.WARNING, logger="cgguard.runtime"):
-        for _ in range(2):
-            with runner_class(runner, fork), profiling_cache(runner):
-                runner._init_minimal_kv_cache_for_profiling()
-                assert allocated_kv(runner) == (512, 512 * 131_072)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "cgguard.runtime"]
+    for _ in range(2):
+        with runner_class(runner, fork), profiling_cache(runner):
+            runner._init_minimal_kv_cache_for_profiling()
+            assert allocated_kv(runner) == (512, 512 * 131_072)
+    warnings = guard_log
     assert len(warnings) == 1
     assert "512 blocks" in warnings[0] and "4 blocks" in warnings[0]
     assert [e["action"] for e in checks(report)] == ["warned", "warned"]
@@ -224,7 +222,7 @@ def test_subclass_defined_before_install_is_wrapped_at_install(engine, guard):
             runner._init_minimal_kv_cache_for_profiling()
 
 
-def test_fix_that_cannot_build_continues_like_warn(engine, guard, monkeypatch, caplog):
+def test_fix_that_cannot_build_continues_like_warn(engine, guard, monkeypatch, guard_log):
     """A vLLM whose configuration builder takes other arguments: the guard steps aside."""
     _, runner, _ = engine
     report = guard("fix")
@@ -234,11 +232,10 @@ def test_fix_that_cannot_build_continues_like_warn(engine, guard, monkeypatch, c
         raise TypeError("get_kv_cache_config_from_groups() got an unexpected keyword argument")
 
     monkeypatch.setattr(kvcache, "build_config_for_blocks", builder_with_other_arguments)
-    with caplog.at_level(logging.WARNING, logger="cgguard.runtime"):
-        with runner_class(runner, make_fork_runner()), profiling_cache(runner):
-            runner._init_minimal_kv_cache_for_profiling()
-            assert allocated_kv(runner)[0] == 512
-    assert any("could not build the bounded cache" in r.getMessage() for r in caplog.records)
+    with runner_class(runner, make_fork_runner()), profiling_cache(runner):
+        runner._init_minimal_kv_cache_for_profiling()
+        assert allocated_kv(runner)[0] == 512
+    assert any("could not build the bounded cache" in m for m in guard_log)
     assert [e["action"] for e in checks(report)] == ["fix_failed"]
 
 

@@ -64,6 +64,6 @@ def test_unknown_mode_falls_back_to_warn_with_one_line(tmp_path):
     """)
     result = run_python(code, clean_env(CGGUARD_MODE="clamp", CGGUARD_REPORT=str(report)))
     assert result.returncode == 0, result.stderr
-    assert result.stderr.count("CGGUARD_MODE='clamp' is not one of") == 1
+    assert (result.stdout + result.stderr).count("CGGUARD_MODE='clamp' is not one of") == 1
     [installed] = [e for e in read_report(report) if e["event"] == "installed"]
     assert installed["mode"] == "warn" and installed["active"] is True
