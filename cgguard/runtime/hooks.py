@@ -317,7 +317,9 @@ def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) ->
         old_report = STATE.report
         STATE.mode, STATE.report = mode, report_path
         if STATE.active:
-            if report_path and report_path != old_report:
+            # A new report path, or a process forked from one that installed the
+            # guard (hooks inherited, plugin loaded again): it gets its own line.
+            if report_path and (report_path != old_report or STATE.announced_pid != os.getpid()):
                 _announce()
             return True
         if _import("vllm") is None:
@@ -348,6 +350,7 @@ def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) ->
 
 
 def _announce() -> None:
+    STATE.announced_pid = os.getpid()
     append_event(STATE.report, "installed", active=True, mode=STATE.mode,
                  vllm_version=vllm_version(), targets=list(STATE.targets))
 

@@ -20,6 +20,7 @@ class GuardState:
     mode: str = DEFAULT_MODE
     report: str | None = None
     active: bool = False
+    announced_pid: int | None = None  # the process that wrote the last `installed` line
     # "module.Class.method" / "module.function" of every wrapped hook point.
     targets: list[str] = field(default_factory=list)
     # Messages logged at most once per process.

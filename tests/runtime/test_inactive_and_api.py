@@ -113,3 +113,24 @@ def test_unwritable_report_is_one_warning_not_a_failure(tmp_path, guard_log):
         f"cgguard: cannot write the report {missing} ([Errno 2] No such file or directory: '{missing}'); continuing without it"
     ) == 1
     assert read_report(missing) == []
+
+
+def test_forked_child_announces_itself(tmp_path):
+    """vLLM may fork its engine core from a process that already installed the guard."""
+    report = tmp_path / "guard.jsonl"
+    code = textwrap.dedent(f"""
+        import os
+        from cgguard.runtime.plugin import register
+        register()
+        pid = os.fork()
+        if pid == 0:
+            register(); register()  # the child loads the plugins again
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("CHILD", pid)
+    """)
+    result = run_python(code, clean_env(CGGUARD_MODE="fix", CGGUARD_REPORT=str(report)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    child = int(result.stdout.split("CHILD")[-1].split()[0])
+    pids = [e["pid"] for e in read_report(report) if e["event"] == "installed"]
+    assert len(pids) == 2 and child in pids and len(set(pids)) == 2
