@@ -22,7 +22,15 @@ from typing import Iterable, Iterator
 
 from cgguard.static.config import Settings
 from cgguard.static.findings import FileError
-from cgguard.static.globs import IgnoreRule, PathGlobs, gitignored, parse_gitignore, relative_to_root, under
+from cgguard.static.globs import (
+    IgnoreRule,
+    PathGlobs,
+    gitignored,
+    inside,
+    parse_gitignore,
+    relative_to_root,
+    under,
+)
 
 SUFFIXES = (".py", ".pyi")
 
@@ -105,7 +113,7 @@ def _walk(root: str, settings: Settings, excluded) -> Iterator[str]:
     use_gitignore = settings.respect_gitignore
     # .gitignore rules as (folder relative to `top`, rule); `top` is the project
     # root when the walked folder lies inside it, so the files between count too.
-    top = settings.root if _inside(root_abs, settings.root) else root_abs
+    top = settings.root if inside(root_abs, settings.root) else root_abs
     prefix = "" if top == root_abs else os.path.relpath(root_abs, top).replace(os.sep, "/")
     rules: list[tuple[str, IgnoreRule]] = []
     if use_gitignore and prefix:
@@ -154,7 +162,3 @@ def _read_gitignore(folder: str, base: str) -> list[tuple[str, IgnoreRule]]:
     except OSError:
         return []
     return [(base, rule) for rule in parse_gitignore(text)]
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

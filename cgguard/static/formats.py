@@ -273,14 +273,14 @@ def _artifact(path: str) -> dict:
 
     if path == "-":
         return {"uri": "stdin"}
-    full = os.path.abspath(path)
-    cwd = os.getcwd()
-    if full.startswith(cwd.rstrip(os.sep) + os.sep):
-        rel = os.path.relpath(full, cwd).replace(os.sep, "/")
+    from cgguard.static.globs import relative_to_root
+
+    rel = relative_to_root(path, os.getcwd())
+    if not os.path.isabs(rel):
         return {"uri": quote(rel, safe="/"), "uriBaseId": "%SRCROOT%"}
     from pathlib import Path
 
-    return {"uri": Path(full).as_uri()}
+    return {"uri": Path(rel).as_uri()}
 
 
 def _dir_uri(folder: str) -> str:

@@ -62,8 +62,13 @@ def relative_to_root(path: str, root: str) -> str:
     full = os.path.abspath(path)
     if full == root:
         return "."
-    rel = os.path.relpath(full, root) if full.startswith(root.rstrip(os.sep) + os.sep) else full
+    rel = os.path.relpath(full, root) if inside(full, root) else full
     return rel.replace(os.sep, "/")
+
+
+def inside(path: str, folder: str) -> bool:
+    """Is the absolute ``path`` the absolute ``folder`` or below it?"""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def under(prefix: str, rel: str) -> str:
