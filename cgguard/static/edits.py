@@ -35,8 +35,8 @@ def build_fix(hit: Hit, offset: int, text: str, lines: list[str]) -> tuple[Fix |
     target_src = _segment(lines, rw.target, offset)
     whole = rw.whole if rw.whole is not None else rw.target
     if rw.has_fallback:
-        fallback = _segment(lines, whole, offset)[len(target_src):].strip()
-        fallback = re.sub(r"^or\s+", "", fallback, count=1)
+        # The operands after the count (`or K`), without comments between them.
+        fallback = " or ".join(_one_line(_segment(lines, v, offset)) for v in whole.values[1:])
     else:
         fallback = str(DEFAULT_FALLBACK)
     bound = bound_source(hit.request or REQUEST_PLACEHOLDER, _one_line(target_src), _one_line(fallback))

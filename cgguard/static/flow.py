@@ -358,7 +358,11 @@ class ScopeFlow:
             if kw.arg and vocab.is_sink_name(kw.arg):
                 self.sink(kw.value, sink=f"{kw.arg}=")
         callee = vocab.last_name(node.func)
-        if callee and vocab.is_profiling_builder(callee):
+        # A builder also handed a request count is being bounded by it (as in
+        # `profiling_block_bound(max_num_reqs, capture_size)`): nothing to report.
+        if callee and vocab.is_profiling_builder(callee) and not any(
+            self._is_request(a) for a in node.args if not isinstance(a, ast.Starred)
+        ):
             for arg in node.args:
                 if not isinstance(arg, ast.Starred):
                     self.sink(arg, sink=f"{callee}(...)")

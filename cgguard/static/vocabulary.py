@@ -38,8 +38,12 @@ _BLOCK_COUNT_NAME = re.compile(
 )
 # Byte budgets computed from a block count (``count * page_size``).
 BYTE_BUDGET_NAMES = frozenset({"available_memory"})
-# Callees that take a positional block count for the profiling KV cache config.
-_PROFILING_BUILDER = re.compile(r"(?:profil|minimal_kv_cache|kv_cache_config)", re.IGNORECASE)
+# Callees that take a positional block count for the profiling KV cache config:
+# `get_kv_cache_config_from_groups`, `_build_profiling_kv_cache_config`,
+# `make_minimal_kv_cache`... (not any call with "profil" in its name).
+_PROFILING_BUILDER = re.compile(
+    r"(?:kv_cache_config|minimal_kv_cache|profil\w*(?:cache|config))", re.IGNORECASE
+)
 
 
 def is_block_count_name(name: str) -> bool:

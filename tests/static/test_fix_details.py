@@ -99,3 +99,13 @@ def test_the_fix_and_the_runtime_bound_are_the_same_formula():
         assert profiling_block_bound(reqs, cap) == expected
     assert profiling_block_bound(4, 512) == 4
     assert profiling_block_bound(256, 8192) == 256
+
+
+def test_message_names_the_fallback_without_comments_between_operands():
+    text = _case("CGG001", "walrus_and_try_finally.py")
+    second = check_source(text, "x.py")[1]
+    assert second.message.endswith(
+        "use one block per sequence: "
+        "`min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size) or 1`"
+    )
+    assert "#" not in second.message
