@@ -287,6 +287,7 @@ class Row:
     group: str  # tree | runner | noparse: ratios are against cgguard's row of the group
     cmd: list[str]
     count: callable  # Sample -> findings count (or None)
+    files: callable  # Sample -> files the tool says it checked (or None)
     ok_rcs: tuple[int, ...] = (0, 1)
     cwd: Path | None = None
     env: dict[str, str] | None = None
@@ -305,6 +306,37 @@ _CGGUARD_FINDING = re.compile(r"^\S.*:\d+:\d+: CGG\d{3} ", re.M)
 _FIXED = re.compile(r"Fixed (\d+) finding")
 _FILES_CHECKED = re.compile(r"in (\d+) files? checked")
 _FIXIT_FINDING = re.compile(r"@\d+:\d+ PerTokenProfilingBlocks: ", re.M)
+
+
+def files_cgguard(s: Sample) -> int | None:
+    m = _FILES_CHECKED.search(s.stdout)
+    return int(m.group(1)) if m else None
+
+
+def files_semgrep(s: Sample) -> int | None:
+    import json
+
+    try:
+        return len(json.loads(s.stdout)["paths"]["scanned"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def semgrep_errors(s: Sample) -> int:
+    import json
+
+    try:
+        return len(json.loads(s.stdout)["errors"])
+    except (ValueError, KeyError, TypeError):
+        return 0
+
+
+_FIXIT_FILES = re.compile(r"(\d+) files? (?:clean|checked)")
+
+
+def files_fixit(s: Sample) -> int | None:
+    m = _FIXIT_FILES.search(s.stderr) or _FIXIT_FILES.search(s.stdout)
+    return int(m.group(1)) if m else None
 
 
 def count_cgguard(s: Sample) -> int:
@@ -362,35 +394,36 @@ def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree:
     rows: list[Row] = []
     if "cgguard" in tools:
         rows.append(Row("cg_tree", "cgguard check, whole tree", "tree", [*cg, "check", str(c.buggy)],
-                        count_cgguard, target=f"≤ {TARGET_TREE_S} s"))
+                        count_cgguard, files_cgguard, target=f"≤ {TARGET_TREE_S} s"))
     if "semgrep" in tools and not quick:
-        rows.append(Row("sg_tree", "semgrep, whole tree", "tree", [*semgrep, str(c.buggy)], count_semgrep,
-                        cwd=semgrep_cwd, env=semgrep_env, target=f"≥ {TARGET_SEMGREP_RATIO:g}× cgguard"))
+        rows.append(Row("sg_tree", "semgrep, whole tree", "tree", [*semgrep, str(c.buggy)],
+                        count_semgrep, files_semgrep, cwd=semgrep_cwd, env=semgrep_env, target=f"≥ {TARGET_SEMGREP_RATIO:g}× cgguard"))
     if "fixit" in tools and fixit_tree:
-        rows.append(Row("fx_tree", "Fixit, whole tree", "tree", [*fixit, str(c.buggy)], count_fixit,
-                        env=fixit_env, once=True, note="one run"))
+        rows.append(Row("fx_tree", "Fixit, whole tree", "tree", [*fixit, str(c.buggy)],
+                        count_fixit, files_fixit, env=fixit_env, once=True, note="one run"))
     if "grep" in tools:
         rows.append(Row("grep_tree", f"grep -rn '{GREP_LITERAL}', whole tree", "tree",
-                        ["grep", "-rn", "--include=*.py", "-F", GREP_LITERAL, str(c.buggy)], count_lines))
+                        ["grep", "-rn", "--include=*.py", "-F", GREP_LITERAL, str(c.buggy)], count_lines, no_count))
     if "cgguard" in tools:
         rows.append(Row("cg_runner", "cgguard check, runner file", "runner", [*cg, "check", str(c.runner)],
-                        count_cgguard, target=f"≤ {TARGET_RUNNER_CHECK_S} s"))
+                        count_cgguard, files_cgguard, target=f"≤ {TARGET_RUNNER_CHECK_S} s"))
         rows.append(Row("cg_fix", "cgguard fix, runner file (fresh copy)", "runner", [*cg, "fix", str(fix_target)],
-                        count_fixed, prepare=fresh_copy, target=f"≤ {TARGET_RUNNER_FIX_S} s"))
+                        count_fixed, files_cgguard, prepare=fresh_copy, target=f"≤ {TARGET_RUNNER_FIX_S} s"))
     if "semgrep" in tools:
-        rows.append(Row("sg_runner", "semgrep, runner file", "runner", [*semgrep, str(c.runner)], count_semgrep,
-                        cwd=semgrep_cwd, env=semgrep_env))
+        rows.append(Row("sg_runner", "semgrep, runner file", "runner", [*semgrep, str(c.runner)],
+                        count_semgrep, files_semgrep, cwd=semgrep_cwd, env=semgrep_env))
     if "fixit" in tools:
-        rows.append(Row("fx_runner", "Fixit, runner file", "runner", [*fixit, str(c.runner)], count_fixit,
-                        env=fixit_env))
+        rows.append(Row("fx_runner", "Fixit, runner file", "runner", [*fixit, str(c.runner)],
+                        count_fixit, files_fixit, env=fixit_env))
     if "grep" in tools:
         rows.append(Row("grep_runner", "grep -n literal, runner file", "runner",
-                        ["grep", "-n", "-F", GREP_LITERAL, str(c.runner)], count_lines))
+                        ["grep", "-n", "-F", GREP_LITERAL, str(c.runner)], count_lines, no_count))
     if "cgguard" in tools:
         rows.append(Row("cg_noparse", f"cgguard check, {c.noparse_files} files with nothing to parse", "noparse",
-                        [*cg, "check", str(c.noparse)], count_cgguard, target=f"≤ {TARGET_NOPARSE_S * 1000:.0f} ms"))
+                        [*cg, "check", str(c.noparse)], count_cgguard, files_cgguard,
+                        target=f"≤ {TARGET_NOPARSE_S * 1000:.0f} ms"))
     rows.append(Row("py_pass", "python -c pass (interpreter start-up)", "noparse",
-                    [sys.executable, "-c", "pass"], no_count, ok_rcs=(0,)))
+                    [sys.executable, "-c", "pass"], no_count, no_count, ok_rcs=(0,)))
     return rows
 
 
@@ -487,6 +520,12 @@ def _fmt_s(v: float | None) -> str:
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
+def _distinct(values) -> str:
+    """The values seen over the rounds ("1", or "1, 2" when a tool was not stable)."""
+    seen = sorted({v for v in values if v is not None})
+    return ", ".join(map(str, seen)) if seen else "–"
+
+
 def _fmt_ratio(r: float) -> str:
     return f"{r:.2f}×" if r < 1 else f"{r:.1f}×"
 
@@ -508,28 +547,31 @@ def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int
 
     out = ["## Machine", "", *machine_lines(c, tools, work), "",
            f"## Results (median of {repeat} runs, wall seconds, cold: no cache from an earlier run)", "",
-           "| row | median | ratio vs cgguard | findings | target | pass |",
-           "|---|---:|---:|---:|---|---|"]
+           "| row | median | ratio vs cgguard | findings | files | target | pass |",
+           "|---|---:|---:|---:|---:|---|---|"]
     for row in rows:
         base = ref.get(row.group)
         ratio = "1.0×" if row is base else (_fmt_ratio(row.median / base.median) if base and base.median else "–")
-        counts = {row.count(s) for s in row.samples}
-        found = "–" if counts == {None} else ", ".join(str(n) for n in sorted(counts, key=str))
+        found = _distinct(row.count(s) for s in row.samples)
+        files = _distinct(row.files(s) for s in row.samples)
+        errors = max((semgrep_errors(s) for s in row.samples), default=0) if row.key.startswith("sg_") else 0
+        if errors:
+            found += f" ({errors} errors)"
         verdict = "" if row.key not in checks else ("pass" if checks[row.key] else "**FAIL**")
         label = row.label + (f" ({row.note})" if row.note else "")
-        out.append(f"| {label} | {_fmt_s(row.median)} | {ratio} | {found} | {row.target} | {verdict} |")
+        out.append(f"| {label} | {_fmt_s(row.median)} | {ratio} | {found} | {files} | {row.target} | {verdict} |")
     if cg_tree:
         peak_mb = max(s.rss_kb for s in cg_tree.samples) / 1024
         checks["rss"] = peak_mb <= TARGET_PEAK_RSS_MB
-        out.append(f"| peak RSS of cgguard check, whole tree | {peak_mb:.0f} MB | | | ≤ {TARGET_PEAK_RSS_MB:.0f} MB "
+        out.append(f"| peak RSS of cgguard check, whole tree | {peak_mb:.0f} MB | | | | ≤ {TARGET_PEAK_RSS_MB:.0f} MB "
                    f"| {'pass' if checks['rss'] else '**FAIL**'} |")
         found = {count_cgguard(s) for s in cg_tree.samples}
         checks["findings"] = found == {1}
-        out.append(f"| cgguard findings on the buggy tree | {', '.join(map(str, sorted(found)))} | | | exactly 1 "
+        out.append(f"| cgguard findings on the buggy tree | {', '.join(map(str, sorted(found)))} | | | | exactly 1 "
                    f"| {'pass' if checks['findings'] else '**FAIL**'} |")
     out += ["", "Findings: cgguard counts findings (one per flow, at its origin); `cgguard fix` counts fixes "
             "applied; semgrep counts taint results (origin and each sink it reaches); Fixit counts reports; "
-            "grep counts matching lines."]
+            "grep counts matching lines. Files: how many files the tool says it checked."]
     if "fixit" in tools and "fx_tree" not in by_key:
         out.append("Fixit runs on the runner file only (it takes minutes on the tree); `--fixit-tree` adds a "
                    "single tree run.")
