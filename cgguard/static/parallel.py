@@ -11,7 +11,6 @@ its half is redone in the parent, so the result never depends on the child.
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
@@ -34,6 +33,7 @@ def map_files(work: Callable[[T], R], items: list[T]) -> list[R]:
     """``[work(x) for x in items]``, in that order, shared with a forked child when it pays."""
     if not _worthwhile(len(items)):
         return [work(x) for x in items]
+    import pickle  # only here: a pre-commit run on a few files never pays for it
     # Interleave so both halves get a share of the few files that need parsing.
     theirs_items, mine_items = items[1::2], items[0::2]
     read_fd, write_fd = os.pipe()
