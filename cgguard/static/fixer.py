@@ -9,6 +9,7 @@ it gets the original text back with ``error`` saying why, so nothing is written.
 from __future__ import annotations
 
 import ast
+import bisect
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable
@@ -36,27 +37,66 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
 
 
 def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """Apply non-overlapping edits (later ones first, so offsets stay valid)."""
+    """Apply non-overlapping edits in one pass (linear: a file may hold thousands)."""
     for edit in edits:
         if not 0 <= edit.start <= edit.end <= len(text):
             raise ValueError(f"edit {edit.start}..{edit.end} outside the text (length {len(text)})")
-    out = text
-    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        out = out[: edit.start] + edit.text + out[edit.end :]
-    return out
+    pieces: list[str] = []
+    pos = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        if edit.start < pos:
+            raise ValueError(f"edit {edit.start}..{edit.end} overlaps another")
+        pieces.append(text[pos : edit.start])
+        pieces.append(edit.text)
+        pos = edit.end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    (s, e), (os_, oe) = a, b
+    return (s < oe and os_ < e) or s == e == os_ == oe
+
+
+class _Spans:
+    """Character spans already claimed by a fix this round, sorted; lookups by bisection.
+
+    Two spans overlap when they share a character, or when both are the same empty
+    span (two insertions at one point would depend on their order). Claimed spans
+    never overlap each other, so sorted by (start, end) their ends never decrease:
+    the span just before ``end`` is the only one that can reach past ``start``.
+    """
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        k = bisect.bisect_left(self.spans, (end, -1))  # spans starting before `end`
+        if k and self.spans[k - 1][1] > start and self.spans[k - 1][0] < end:
+            return True
+        if start == end:
+            i = bisect.bisect_left(self.spans, (start, start))
+            return i < len(self.spans) and self.spans[i] == (start, start)
+        return False
+
+    def add(self, start: int, end: int) -> None:
+        bisect.insort(self.spans, (start, end))
 
 
 def _non_overlapping(findings: list[Finding]) -> tuple[list[Finding], list[TextEdit]]:
     taken: list[Finding] = []
     edits: list[TextEdit] = []
-    spans: list[tuple[int, int]] = []
+    claimed = _Spans()
     for f in findings:
         mine = [(e.start, e.end) for e in f.fix.edits]
-        if any(s < oe and os_ < e or s == e == os_ == oe for s, e in mine for os_, oe in spans):
+        if any(_overlap(a, b) for i, a in enumerate(mine) for b in mine[i + 1 :]):
+            continue  # a malformed fix (its own edits collide): never applied
+        if any(claimed.overlaps(s, e) for s, e in mine):
             continue  # overlaps an earlier fix: the next round will see it again
         taken.append(f)
         edits.extend(f.fix.edits)
-        spans.extend(mine)
+        for s, e in mine:
+            claimed.add(s, e)
     return taken, edits
 
 

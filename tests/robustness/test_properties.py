@@ -169,3 +169,58 @@ def _common_affixes_cover_all_but_the_count(before: str, after: str) -> bool:
         j += 1
     changed = [line.strip() for line in a[i:len(a) - j]]
     return bool(changed) and not any(line in UNTOUCHABLE for line in changed)
+
+
+# ---- the fixer's span bookkeeping against its plain definition -------------------
+
+from cgguard.static import fixer  # noqa: E402
+from cgguard.static.findings import SAFE, Finding, Fix, TextEdit  # noqa: E402
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    (s, e), (os_, oe) = a, b
+    return (s < oe and os_ < e) or s == e == os_ == oe
+
+
+@st.composite
+def edit_sets(draw):
+    n = draw(st.integers(1, 30))
+    out = []
+    for _ in range(n):
+        k = draw(st.integers(1, 2))
+        spans = []
+        for _ in range(k):
+            s = draw(st.integers(0, 40))
+            spans.append((s, s + draw(st.integers(0, 5))))
+        out.append(spans)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(edit_sets())
+def test_non_overlapping_matches_the_quadratic_definition(sets):
+    findings = [Finding("p", 1, 1, 1, 1, "CGG001", "m",
+                        Fix(SAFE, "d", tuple(TextEdit(s, e, "x") for s, e in spans))) for spans in sets]
+    taken, _ = fixer._non_overlapping(findings)
+    # The plain definition: greedily take each finding none of whose spans overlaps
+    # a span of a finding taken before it.
+    expected, claimed = [], []
+    for f in findings:
+        mine = [(e.start, e.end) for e in f.fix.edits]
+        if any(_overlap(a, b) for i, a in enumerate(mine) for b in mine[i + 1:]):
+            continue  # a fix whose own edits collide is never taken
+        if not any(_overlap(m, c) for m in mine for c in claimed):
+            expected.append(f)
+            claimed.extend(mine)
+    assert taken == expected
+
+
+def test_apply_edits_is_linear_in_the_number_of_edits():
+    text = "x = 1\n" * 50_000
+    edits = [TextEdit(i * 6, i * 6 + 1, "y") for i in range(50_000)]
+    import time
+
+    t0 = time.perf_counter()
+    out = fixer.apply_edits(text, edits)
+    assert out == "y = 1\n" * 50_000
+    assert time.perf_counter() - t0 < 2.0  # one slice per edit would copy the text 50,000 times
