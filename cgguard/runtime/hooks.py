@@ -51,9 +51,10 @@ _ORIGINAL = "__cgguard_original__"
 
 @dataclass
 class _Scope:
-    """One profiling call in progress (the outermost wrapped scope function)."""
+    """One profiling call in progress, from the outermost wrapped scope function in."""
 
-    label: str
+    # Labels of the scope functions now running, innermost last ("via" in reports).
+    labels: list[str] = field(default_factory=list)
     # (blocks the runner asked for, blocks the fix built), once ``fix`` acted.
     fixed: tuple[int, int] | None = None
 
@@ -74,15 +75,10 @@ class _Patch:
 _ABSENT = object()
 _LOCK = threading.RLock()
 _PATCHES: list[_Patch] = []
-_BASES: list[type] = []  # runner base classes whose __init_subclass__ we hooked
-_UNCOVERED = "cgguard_unexpected_error"
+_INTERNAL_ERROR = "internal-error"  # STATE.log_once key
 
 
 # --------------------------------------------------------------------------- wrappers
-
-def _unwrap(fn: Any) -> Any:
-    return getattr(fn, _ORIGINAL, fn)
-
 
 def _reconcile(scope: _Scope, runner: Any) -> None:
     """After ``fix``: vLLM records the block count it *asked* for; record the built one."""
@@ -102,11 +98,13 @@ def _scope_wrapper(original: Callable, label: str) -> Callable:
         scope = _SCOPE.get()
         token = None
         if scope is None:
-            scope = _Scope(label)
+            scope = _Scope()
             token = _SCOPE.set(scope)
+        scope.labels.append(label)
         try:
             return original(*args, **kwargs)
         finally:
+            scope.labels.pop()
             if args:
                 try:
                     _reconcile(scope, args[0])
@@ -121,7 +119,7 @@ def _scope_wrapper(original: Callable, label: str) -> Callable:
 
 def _profiling_flag(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> bool:
     """True when the call says ``is_profiling=True``, by keyword or by position."""
-    if kwargs.get("is_profiling") is True:
+    if kwargs.get("is_profiling"):
         return True
     if signature is None or "is_profiling" not in signature.parameters:
         return False
@@ -129,7 +127,7 @@ def _profiling_flag(signature: inspect.Signature | None, args: tuple, kwargs: di
         bound = signature.bind_partial(*args, **kwargs)
     except TypeError:
         return False
-    return bound.arguments.get("is_profiling") is True
+    return bool(bound.arguments.get("is_profiling"))
 
 
 def _find_config(args: tuple, kwargs: dict) -> tuple[int | str, Any] | None:
@@ -154,7 +152,7 @@ def _guard_call(signature: inspect.Signature | None, label: str, args: tuple, kw
                        "cgguard: %s was called for profiling without a KV cache config; not checked", label)
         return args, kwargs
     where, config = found
-    via = scope.label if scope is not None else label
+    via = scope.labels[-1] if scope is not None and scope.labels else label
     new_config, requested = check_profiling_allocation(args[0], config, via)
     if new_config is config:
         return args, kwargs
@@ -186,7 +184,7 @@ def _allocation_wrapper(original: Callable, label: str) -> Callable:
                 raise
             except Exception as exc:
                 # The guard must never be the reason vLLM fails to start.
-                STATE.log_once(_UNCOVERED, logging.WARNING,
+                STATE.log_once(_INTERNAL_ERROR, logging.WARNING,
                                "cgguard: internal error while checking %s (%s: %s); vLLM continues unchecked",
                                label, type(exc).__name__, exc)
             return original(*args, **kwargs)
@@ -255,7 +253,6 @@ def _hook_subclass_creation(base: type) -> None:
     setattr(__init_subclass__, _ORIGINAL, original)
     base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
     _PATCHES.append(_Patch(base, "__init_subclass__", original, f"{base.__module__}.{base.__qualname__}.__init_subclass__"))
-    _BASES.append(base)
 
 
 def _import(module_name: str) -> Any:
@@ -293,7 +290,6 @@ def _restore_all() -> None:
         else:
             setattr(patch.owner, patch.name, patch.original)
     _PATCHES.clear()
-    _BASES.clear()
     STATE.targets.clear()
 
 
