@@ -33,6 +33,8 @@ def layout(draw, cap: str, fallback: str | None, ind: str):
         return draw(st.sampled_from([cap, f"int({cap})", f"(\n{inner}{cap}{comment}\n{ind})"]))
     return draw(st.sampled_from([
         f"{cap} or {fallback}",
+        f"({cap}) or {fallback}",
+        f"(\n{inner}{cap}{comment}\n{ind}) or {fallback}",
         f"({cap} or {fallback})",
         f"int({cap} or {fallback})",
         f"(\n{inner}{cap}{comment}\n{inner}or {fallback}\n{ind})",
