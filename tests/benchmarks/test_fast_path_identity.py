@@ -9,10 +9,13 @@ at all) yields no findings on the fast path even where the full parse fails.
 
 The corpus is real: every .py file of the installed vLLM package, its runner with
 the old formula planted, and synthetic files shaped to trip indentation cutting.
+Both paths also skip statements without a capture size; an unpruned walk of the
+whole tree checks that this skipping loses nothing.
 """
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -20,6 +23,8 @@ import pytest
 
 from cgguard.static import run as static_run
 from cgguard.static import sourcefile
+from cgguard.static import scan
+from cgguard.static.findings import Finding
 from cgguard.static.scan import check_source, might_match
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 
@@ -45,6 +50,24 @@ def compare(text: str, path: str) -> str | None:
     if isinstance(full, type) and fast == [] and not might_match(text):
         return None  # skipped by the prefilter: nothing there for any rule
     return f"{path}: fast={_show(fast)} full={_show(full)}"
+
+
+def unpruned(text: str, path: str):
+    """The full path with the needle pruning off: every line counts as holding a needle.
+
+    Both paths of check_source skip scopes and statements without a capture-size
+    substring (scan.py calls that exact, not heuristic); this reaches into scan's
+    internals on purpose to check that claim against a walk of everything.
+    """
+    try:
+        lines = scan.split_lines(text)
+        tree = ast.parse(text, filename=path)
+        every_line = list(range(1, len(lines) + 2))
+        hits = scan._walk(tree, None, lines, 0, every_line)
+        findings = [scan._to_finding(h, 0, text, lines, path) for h in hits]
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return type(exc)
+    return sorted(set(findings), key=Finding.sort_key)
 
 
 def _show(result) -> str:
@@ -79,6 +102,21 @@ def test_every_vllm_file_same_outcome(vllm_dir: Path) -> None:
     assert not mismatches, "fast and full paths differ:\n" + "\n".join(mismatches)
     # The comparison covered files the fast path really cuts (not only skipped ones).
     assert parsed_fast >= 20, parsed_fast
+
+
+def test_pruning_loses_nothing_on_vllm(vllm_dir: Path) -> None:
+    """On every vLLM file holding a capture size, the pruned full walk equals the unpruned one."""
+    mismatches, compared = [], 0
+    for file in _vllm_files(vllm_dir):
+        text = sourcefile.decode(sourcefile.read_bytes(str(file))).text
+        if not might_match(text):
+            continue  # no needle: the flow has nothing to start from
+        compared += 1
+        full, everything = outcome(text, str(file), fast=False), unpruned(text, str(file))
+        if full != everything:
+            mismatches.append(f"{file}: pruned={_show(full)} unpruned={_show(everything)}")
+    assert compared >= 20, compared
+    assert not mismatches, "\n".join(mismatches)
 
 
 def test_buggy_runner_same_findings(vllm_dir: Path) -> None:
@@ -291,6 +329,39 @@ CASES = {
     "crlf": (1, f"class Runner:\r\n    def f(self):\r\n        {BUG}\r\n        return min_blocks\r\n"),
     "form_feed_between_defs": (1, f"class Runner:\n    def g(self):\n        return 1\n\x0c\n    def f(self):\n"
                                f"        {BUG}\n        return min_blocks\n"),
+    # Statements without a capture size are skipped by the flow unless a taint is live:
+    # taints carried through them must survive (compared with an unpruned walk below).
+    "chain_without_needles": (1, f"""
+        class Runner:
+            def f(self):
+                cap = {CAP}
+                n = cap or 1
+                m = n
+                self.cache_config.num_gpu_blocks_override = m
+    """),
+    "parameter_fallback_to_keyword": (1, f"""
+        class Runner:
+            def f(self, n=None):
+                n = n or {CAP}
+                build(num_blocks=n)
+    """),
+    # Loop-carried and closure flows are outside the rule (0), on every path alike.
+    "loop_carried": (0, f"""
+        class Runner:
+            def f(self):
+                n = 1
+                for i in range(2):
+                    self.cache_config.num_gpu_blocks_override = n
+                    n = {CAP}
+    """),
+    "closure": (0, f"""
+        class Runner:
+            def f(self):
+                cap = {CAP}
+                def g():
+                    self.cache_config.num_gpu_blocks_override = cap
+                g()
+    """),
     # Class facts (runner or not, which self attributes exist) pick the request count
     # the fix uses; the fast path reads them from text found by indentation.
     "class_hidden_by_column0_string": (1, f'''
@@ -382,14 +453,13 @@ def _text(src: str) -> str:
     return textwrap.dedent(src).lstrip("\n") if "\t" not in src and "\r" not in src else src
 
 
-@pytest.mark.parametrize(
-    "name", sorted(CASES)
-)
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_synthetic_same_findings(name: str) -> None:
     expected_count, src = CASES[name]
     text = _text(src)
     full = check_source(text, f"{name}.py", fast=False)
     assert check_source(text, f"{name}.py", fast=True) == full, compare(text, f"{name}.py")
+    assert unpruned(text, f"{name}.py") == full
     # The case really exercises what it is meant to (a finding where a bug is planted).
     assert len(full) == expected_count, [(f.line, f.code, f.message) for f in full]
 
@@ -399,10 +469,7 @@ def test_synthetic_same_findings(name: str) -> None:
 # findings are settled on the full parse.
 
 
-@pytest.mark.parametrize(
-    "name",
-    sorted(BROKEN),
-)
+@pytest.mark.parametrize("name", sorted(BROKEN))
 def test_unparsable_file_fails_on_both_paths(name: str) -> None:
     text = _text(BROKEN[name])
     full = outcome(text, f"{name}.py", fast=False)
