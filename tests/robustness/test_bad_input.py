@@ -296,3 +296,25 @@ def test_read_only_file_is_reported_not_rewritten(tmp_path):
     _assert_errors(result.stderr, tmp_path, {"frozen.py": "could not write the fixed file: the file is read-only"})
     assert (tmp_path / "frozen.py").read_text() == BUGGY
     assert (tmp_path / "open.py").read_text() == FIXED
+
+
+def test_internal_error_outside_any_file_is_one_line(tmp_path, monkeypatch):
+    """Injected, as above: discovery itself fails (a bug), so no file can be named."""
+    from click.testing import CliRunner
+
+    import cgguard.static.run as run_module
+    from cgguard.cli import main
+
+    def broken(*args, **kwargs):
+        raise OSError("injected discovery failure")
+
+    monkeypatch.setattr(run_module, "iter_python_files", broken)
+    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+    result = runner.invoke(main, ["fix", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "cgguard: internal error: OSError: injected discovery failure (run with --verbose for the traceback)"]
+    assert "Traceback" not in result.stdout + result.stderr
+    verbose = runner.invoke(main, ["fix", "-v", str(tmp_path)])
+    assert verbose.exit_code != 0
+    assert isinstance(verbose.exception, OSError)  # re-raised for the traceback
