@@ -55,8 +55,18 @@ def decode(data: bytes) -> Source:
         raise SourceError(f"bad encoding declaration: {reason}") from None
     if encoding == "utf-8-sig":
         encoding = "utf-8"
+    if not _ascii_compatible(encoding):
+        # Python refuses these too: the cookie itself would not read as written.
+        raise SourceError(f"bad encoding declaration: {encoding} is not a possible source encoding")
     body = data[len(BOM):] if bom else data
     return Source(_decode_or_raise(body, encoding, 3 if bom else 0), encoding, bom)
+
+
+def _ascii_compatible(encoding: str) -> bool:
+    try:
+        return "# coding=x\n".encode(encoding) == b"# coding=x\n"
+    except (LookupError, UnicodeError):
+        return True  # unknown codecs are reported when decoding, with their own reason
 
 
 def _decode_or_raise(body: bytes, encoding: str, shift: int) -> str:

@@ -181,6 +181,7 @@ def test_decode_encode_round_trips_every_byte(data):
         (b"x = '\xff'\n", "not valid UTF-8: byte 0xff at line 1, column 6 (offset 5)"),
         (b"\xef\xbb\xbfa\nb = '\xc3'\n", "not valid UTF-8: byte 0xc3 at line 2, column 6 (offset 10)"),
         (b"# coding: klingon\n", "bad encoding declaration: unknown encoding: klingon"),
+        (b"# coding: utf-16\nx = 1\n", "bad encoding declaration: utf-16 is not a possible source encoding"),
         (b"\xef\xbb\xbf# coding: latin-1\n", (
             "bad encoding declaration: the file starts with a UTF-8 BOM but its coding cookie"
             " names another encoding"
