@@ -255,6 +255,7 @@ def tool_version(cmd: list[str], env: dict[str, str] | None = None) -> str:
 @dataclasses.dataclass
 class Sample:
     wall: float
+    cpu: float  # user + system seconds of the child and the children it waited for
     rss_kb: int
     rc: int
     stdout: str
@@ -273,6 +274,7 @@ def measure(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | No
         err.seek(0)
         return Sample(
             wall=wall,
+            cpu=usage.ru_utime + usage.ru_stime,
             rss_kb=usage.ru_maxrss,
             rc=proc.returncode,
             stdout=out.read().decode("utf-8", "replace"),
@@ -300,6 +302,10 @@ class Row:
     @property
     def median(self) -> float | None:
         return statistics.median(s.wall for s in self.samples) if self.samples else None
+
+    @property
+    def median_cpu(self) -> float | None:
+        return statistics.median(s.cpu for s in self.samples) if self.samples else None
 
 
 _CGGUARD_FINDING = re.compile(r"^\S.*:\d+:\d+: CGG\d{3} ", re.M)
@@ -481,8 +487,11 @@ def machine_lines(c: Corpora, tools: set[str], work: Path) -> list[str]:
     if "grep" in tools:
         grep = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()
         versions.append(grep[0] if grep else "grep")
+    load = ""
+    if hasattr(os, "getloadavg"):
+        load = "; load average at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1, 5, 15 min)"
     return [
-        f"- CPU: {cpu}, {usable} usable cores (of {os.cpu_count()}){mem}",
+        f"- CPU: {cpu}, {usable} usable cores (of {os.cpu_count()}){mem}{load}",
         f"- OS: {platform.platform()}",
         f"- Python {platform.python_version()} ({sys.executable})",
         f"- Tools: {', '.join(versions)}",
@@ -547,8 +556,8 @@ def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int
 
     out = ["## Machine", "", *machine_lines(c, tools, work), "",
            f"## Results (median of {repeat} runs, wall seconds, cold: no cache from an earlier run)", "",
-           "| row | median | ratio vs cgguard | findings | files | target | pass |",
-           "|---|---:|---:|---:|---:|---|---|"]
+           "| row | median | ratio vs cgguard | CPU (user+sys) | findings | files | target | pass |",
+           "|---|---:|---:|---:|---:|---:|---|---|"]
     for row in rows:
         base = ref.get(row.group)
         ratio = "1.0×" if row is base else (_fmt_ratio(row.median / base.median) if base and base.median else "–")
@@ -559,19 +568,21 @@ def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int
             found += f" ({errors} errors)"
         verdict = "" if row.key not in checks else ("pass" if checks[row.key] else "**FAIL**")
         label = row.label + (f" ({row.note})" if row.note else "")
-        out.append(f"| {label} | {_fmt_s(row.median)} | {ratio} | {found} | {files} | {row.target} | {verdict} |")
+        out.append(f"| {label} | {_fmt_s(row.median)} | {ratio} | {_fmt_s(row.median_cpu)} | {found} | {files} "
+                   f"| {row.target} | {verdict} |")
     if cg_tree:
         peak_mb = max(s.rss_kb for s in cg_tree.samples) / 1024
         checks["rss"] = peak_mb <= TARGET_PEAK_RSS_MB
-        out.append(f"| peak RSS of cgguard check, whole tree | {peak_mb:.0f} MB | | | | ≤ {TARGET_PEAK_RSS_MB:.0f} MB "
+        out.append(f"| peak RSS of cgguard check, whole tree | {peak_mb:.0f} MB | | | | | ≤ {TARGET_PEAK_RSS_MB:.0f} MB "
                    f"| {'pass' if checks['rss'] else '**FAIL**'} |")
         found = {count_cgguard(s) for s in cg_tree.samples}
         checks["findings"] = found == {1}
-        out.append(f"| cgguard findings on the buggy tree | {', '.join(map(str, sorted(found)))} | | | | exactly 1 "
+        out.append(f"| cgguard findings on the buggy tree | {', '.join(map(str, sorted(found)))} | | | | | exactly 1 "
                    f"| {'pass' if checks['findings'] else '**FAIL**'} |")
     out += ["", "Findings: cgguard counts findings (one per flow, at its origin); `cgguard fix` counts fixes "
             "applied; semgrep counts taint results (origin and each sink it reaches); Fixit counts reports; "
-            "grep counts matching lines. Files: how many files the tool says it checked."]
+            "grep counts matching lines. Files: how many files the tool says it checked. CPU: median user+system "
+            "seconds of the process and its children (less sensitive than wall time to other load on the machine)."]
     if "fixit" in tools and "fx_tree" not in by_key:
         out.append("Fixit runs on the runner file only (it takes minutes on the tree); `--fixit-tree` adds a "
                    "single tree run.")

@@ -79,28 +79,29 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     assert "## Machine" in out and "- CPU:" in out and "- Python " in out
     assert re.search(r"- Corpus: corpus, 4 files, [\d,]+ lines", out), out
     assert "median of 1 runs" in out
-    assert "| row | median | ratio vs cgguard | findings | files | target | pass |" in out
+    assert "| row | median | ratio vs cgguard | CPU (user+sys) | findings | files | target | pass |" in out
 
     # cgguard finds exactly the planted bug, in the tree and in the runner file alone.
-    assert _table_row(out, "cgguard check, whole tree")[3:5] == ["1", "4"]  # 1 finding in 4 files
-    assert _table_row(out, "cgguard check, runner file")[3] == "1"
-    assert _table_row(out, "cgguard fix, runner file")[3] == "1"  # one fix applied
-    assert _table_row(out, "cgguard findings on the buggy tree")[1:] == ["1", "", "", "", "exactly 1", "pass"]
+    assert _table_row(out, "cgguard check, whole tree")[4:6] == ["1", "4"]  # 1 finding in 4 files
+    assert _table_row(out, "cgguard check, runner file")[4] == "1"
+    assert _table_row(out, "cgguard fix, runner file")[4] == "1"  # one fix applied
+    assert _table_row(out, "cgguard findings on the buggy tree")[1:] == ["1", "", "", "", "", "exactly 1", "pass"]
     # grep finds the literal once in the tree, and once in the runner file.
-    assert _table_row(out, "grep -rn")[3] == "1"
-    assert _table_row(out, "grep -n literal, runner file")[3] == "1"
+    assert _table_row(out, "grep -rn")[4] == "1"
+    assert _table_row(out, "grep -n literal, runner file")[4] == "1"
     # Files with nothing to parse (plain.py, padded with plain files to 5) give nothing;
     # the interpreter baseline has no count.
     noparse = _table_row(out, "cgguard check, 5 files with nothing to parse")
-    assert noparse[3:6] == ["0", "5", "≤ 150 ms"]
-    assert _table_row(out, "python -c pass")[3] == "–"
+    assert noparse[4:7] == ["0", "5", "≤ 150 ms"]
+    assert _table_row(out, "python -c pass")[4] == "–"
     peak = _table_row(out, "peak RSS of cgguard check, whole tree")
-    assert re.fullmatch(r"\d+ MB", peak[1]) and peak[5] == "≤ 200 MB" and peak[6] in ("pass", "**FAIL**")
+    assert re.fullmatch(r"\d+ MB", peak[1]) and peak[6] == "≤ 200 MB" and peak[7] in ("pass", "**FAIL**")
     # Every timed row has a median and a ratio.
     for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass"):
         row = _table_row(out, label)
         assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[1]), row
         assert re.fullmatch(r"\d+\.\d+×", row[2]), row
+        assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[3]), row
     # Tools not asked for do not appear.
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 7 + 2  # header, seven timed rows, peak RSS and findings
