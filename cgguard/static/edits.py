@@ -21,13 +21,22 @@ import re
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
 from cgguard.static.findings import DISPLAY_ONLY, SAFE, UNSAFE, Fix, TextEdit
 from cgguard.static.flow import MAX, Hit
+from cgguard.static.sourcetext import SourceText
 
 MAX_LINE = 88
 REQUEST_PLACEHOLDER = "<request count>"
+# Messages and fix descriptions quote code; they stay one readable line even for
+# generated code with huge expressions.
+MAX_QUOTE = 160
 
 
-def build_fix(hit: Hit, offset: int, text: str, lines: list[str]) -> tuple[Fix | None, str]:
+def shorten(text: str, limit: int = MAX_QUOTE) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def build_fix(hit: Hit, offset: int, src: SourceText) -> tuple[Fix | None, str]:
     """The fix for a hit (None when no request count is in evidence) and the bound's text."""
+    lines = src.lines
     rw = hit.rewrite
     if rw is None:
         cap = _segment(lines, hit.source, offset)
@@ -43,35 +52,37 @@ def build_fix(hit: Hit, offset: int, text: str, lines: list[str]) -> tuple[Fix |
     if hit.request is None:
         return None, bound
 
-    start = _abs(lines, rw.target.lineno + offset, rw.target.col_offset)
-    end = _abs(lines, rw.target.end_lineno + offset, rw.target.end_col_offset)
+    start = src.offset(rw.target.lineno + offset, rw.target.col_offset)
+    end = src.offset(rw.target.end_lineno + offset, rw.target.end_col_offset)
     head = f"min({hit.request}, "
     tail = ")" if rw.has_fallback else f") or {fallback}"
     if rw.needs_parens:
         head, tail = "(" + head, tail + ")"
     edits: tuple[TextEdit, ...] = (TextEdit(start, start, head), TextEdit(end, end, tail))
 
-    wrapped = _wrapped(hit, rw, whole, offset, text, lines, target_src, fallback)
+    wrapped = _wrapped(hit, rw, whole, offset, src, target_src, fallback)
     if wrapped is not None:
         edits = (wrapped,)
 
+    shown = shorten(bound)
     if hit.kind == MAX:
         applicability = DISPLAY_ONLY
-        description = f"Bound the capture size inside max(): {bound}"
-    elif _may_be_none(text, hit, lines, offset):
+        description = f"Bound the capture size inside max(): {shown}"
+    elif isinstance(hit.source, ast.Attribute) and src.compared_with_none(hit.source.attr):
         applicability = UNSAFE
         description = (
-            f"Replace with {bound} (unsafe: this file checks the capture size for None, "
+            f"Replace with {shown} (unsafe: this file checks the capture size for None, "
             "and min() with None raises)"
         )
     else:
         applicability = SAFE
-        description = f"Replace with {bound}"
+        description = f"Replace with {shown}"
     return Fix(applicability, description, edits), bound
 
 
-def _wrapped(hit, rw, whole, offset, text, lines, target_src, fallback) -> TextEdit | None:
+def _wrapped(hit, rw, whole, offset, src: SourceText, target_src, fallback) -> TextEdit | None:
     """Upstream's multi-line layout when the one-line fix would pass 88 characters."""
+    lines = src.lines
     if whole.lineno != whole.end_lineno or rw.needs_parens:
         return None
     lineno = whole.lineno + offset
@@ -95,15 +106,9 @@ def _wrapped(hit, rw, whole, offset, text, lines, target_src, fallback) -> TextE
         f"({newline}{inner}min({hit.request}, {target_src}){newline}"
         f"{inner}or {fallback}{newline}{indent})"
     )
-    start = _abs(lines, lineno, whole.col_offset)
-    end = _abs(lines, lineno, whole.end_col_offset)
+    start = src.offset(lineno, whole.col_offset)
+    end = src.offset(lineno, whole.end_col_offset)
     return TextEdit(start, end, replacement)
-
-
-def _may_be_none(text: str, hit: Hit, lines: list[str], offset: int) -> bool:
-    src = hit.source
-    name = src.attr if isinstance(src, ast.Attribute) else None
-    return bool(name) and re.search(rf"\b{name}\s+is\s+(not\s+)?None\b", text) is not None
 
 
 def _segment(lines: list[str], node: ast.AST, offset: int) -> str:
@@ -125,7 +130,3 @@ def _col(line: str, byte_col: int) -> int:
     if line.isascii():
         return byte_col
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
-
-
-def _abs(lines: list[str], lineno: int, byte_col: int) -> int:
-    return sum(len(x) for x in lines[: lineno - 1]) + _col(lines[lineno - 1], byte_col)

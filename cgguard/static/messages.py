@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
-from cgguard.static.edits import REQUEST_PLACEHOLDER, _one_line, _segment
+from cgguard.static.edits import REQUEST_PLACEHOLDER, _one_line, _segment, shorten
 from cgguard.static.flow import Hit
 
 
 def message_for(code: str, hit: Hit, lines: list[str], offset: int, bound: str) -> str:
-    cap = _one_line(_segment(lines, hit.source, offset))
-    sink = hit.sink
+    cap = shorten(_one_line(_segment(lines, hit.source, offset)))
+    sink = shorten(hit.sink)
+    bound = shorten(bound)
     if code == "CGG002":
         return (
             f"`{sink}` takes max() with the CUDA-graph capture size `{cap}` (tokens), so it "

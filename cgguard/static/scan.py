@@ -22,10 +22,10 @@ from cgguard.static.edits import build_fix
 from cgguard.static.findings import Finding
 from cgguard.static.flow import MAX, ClassFacts, Hit, ScopeFlow
 from cgguard.static.messages import message_for
+from cgguard.static.sourcetext import SourceText
 
 _NEEDLES = tuple(n.decode() for n in vocab.SOURCE_NEEDLES)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
-_CLASS = re.compile(r"[ \t]*class[ \t]+(\w+)")
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -104,7 +104,8 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
             # count it offers) and on the whole file parsing: settle them on the full
             # parse, which the chunks were only a shortcut to.
             return check_source(text, path, fast=False)
-    findings = [_to_finding(h, off, text, lines, path) for h, off in hits]
+    src = SourceText(text, lines)
+    findings = [_to_finding(h, off, src, path) for h, off in hits]
     return sorted(set(findings), key=Finding.sort_key)
 
 
@@ -196,8 +197,10 @@ def _is_continuation(lines: list[str], i: int) -> bool:
 def _function_chunks(lines: list[str], needles: list[int]):
     """(start, end, class facts) of each function holding a needle; None to parse all."""
     chunks: dict[int, tuple[int, int, ClassFacts | None]] = {}
-    class_facts: dict[int, ClassFacts] = {}
+    covered = 0  # needles before this line index lie in a chunk already found
     for i in (n - 1 for n in needles):
+        if i < covered:
+            continue
         line = lines[i]
         stripped = line.lstrip()
         if stripped.startswith("#"):
@@ -210,14 +213,10 @@ def _function_chunks(lines: list[str], needles: list[int]):
         end = _block_end(lines, start)
         if end <= i:
             return None
-        cls = _enclosing(lines, start, _CLASS)
-        facts = None
-        if cls is not None:
-            if cls not in class_facts:
-                name = _CLASS.match(lines[cls]).group(1)
-                class_facts[cls] = _class_facts(name, lines, cls, None)
-            facts = class_facts[cls]
-        chunks[start] = (start, end, facts)
+        # No class facts here: a chunk with a hit is settled on the full parse,
+        # which reads them from the real class.
+        chunks[start] = (start, end, None)
+        covered = max(covered, end)
     # Nested chunks: keep only outermost functions (their walk covers the inner ones).
     spans = sorted(chunks.values(), key=lambda c: (c[0], -c[1]))
     kept: list[tuple[int, int, ClassFacts | None]] = []
@@ -248,14 +247,15 @@ def _enclosing(lines: list[str], i: int, header: re.Pattern) -> int | None:
 # ---- findings ---------------------------------------------------------------
 
 
-def _to_finding(hit: Hit, offset: int, text: str, lines: list[str], path: str) -> Finding:
+def _to_finding(hit: Hit, offset: int, src: SourceText, path: str) -> Finding:
+    lines = src.lines
     node = hit.node
     line = node.lineno + offset
     end_line = node.end_lineno + offset
-    col = _char_col(lines[line - 1], node.col_offset)
-    end_col = _char_col(lines[end_line - 1], node.end_col_offset)
+    col = src.col(line, node.col_offset)
+    end_col = src.col(end_line, node.end_col_offset)
     code = "CGG002" if hit.kind == MAX else "CGG001"
-    fix, bound = build_fix(hit, offset, text, lines)
+    fix, bound = build_fix(hit, offset, src)
     return Finding(
         path=path,
         line=line,
@@ -266,9 +266,3 @@ def _to_finding(hit: Hit, offset: int, text: str, lines: list[str], path: str) -
         message=message_for(code, hit, lines, offset, bound),
         fix=fix,
     )
-
-
-def _char_col(line: str, byte_col: int) -> int:
-    if line.isascii():
-        return byte_col
-    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))

@@ -24,6 +24,7 @@ import pytest
 from cgguard.static import run as static_run
 from cgguard.static import sourcefile
 from cgguard.static import scan
+from cgguard.static.sourcetext import SourceText
 from cgguard.static.findings import Finding
 from cgguard.static.scan import check_source, might_match
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
@@ -64,7 +65,8 @@ def unpruned(text: str, path: str):
         tree = ast.parse(text, filename=path)
         every_line = list(range(1, len(lines) + 2))
         hits = scan._walk(tree, None, lines, 0, every_line)
-        findings = [scan._to_finding(h, 0, text, lines, path) for h in hits]
+        src = SourceText(text, lines)
+        findings = [scan._to_finding(h, 0, src, path) for h in hits]
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return type(exc)
     return sorted(set(findings), key=Finding.sort_key)

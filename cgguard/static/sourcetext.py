@@ -1,0 +1,34 @@
+"""One file's text split into physical lines, with the lookups fixes need, each done once."""
+
+from __future__ import annotations
+
+import re
+from itertools import accumulate
+
+
+class SourceText:
+    def __init__(self, text: str, lines: list[str]):
+        self.text = text
+        self.lines = lines
+        self._starts: list[int] | None = None
+        self._none_checked: dict[str, bool] = {}
+
+    def col(self, lineno: int, byte_col: int) -> int:
+        """Character column of an ast byte column on 1-based line ``lineno``."""
+        line = self.lines[lineno - 1]
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def offset(self, lineno: int, byte_col: int) -> int:
+        """Character offset into the text of an ast (line, byte column) position."""
+        if self._starts is None:
+            self._starts = list(accumulate(map(len, self.lines), initial=0))
+        return self._starts[lineno - 1] + self.col(lineno, byte_col)
+
+    def compared_with_none(self, name: str) -> bool:
+        """Does the file test ``<...>.name is None`` / ``is not None`` anywhere?"""
+        if name not in self._none_checked:
+            pattern = rf"\b{re.escape(name)}\s+is\s+(not\s+)?None\b"
+            self._none_checked[name] = re.search(pattern, self.text) is not None
+        return self._none_checked[name]
