@@ -66,11 +66,11 @@ def _amount(blocks: int, nbytes: int) -> str:
     return f"{blocks} blocks ({nbytes:,} bytes, {human_bytes(nbytes)})"
 
 
-def violation_message(a: Allocation) -> str:
+def violation_message(a: Allocation, remedy: str = REMEDY) -> str:
     return (
         f"cgguard: vLLM's CUDA-graph profiling KV cache asks for {_amount(a.requested_blocks, a.requested_bytes)}, "
         f"but one block per sequence needs only {_amount(a.bound_blocks, a.bound_bytes)}: "
-        f"bound = {a.bound_text()} (vLLM {a.vllm_version or 'unknown'}). {REMEDY}"
+        f"bound = {a.bound_text()} (vLLM {a.vllm_version or 'unknown'}). {remedy}"
     )
 
 
@@ -96,7 +96,7 @@ def check_profiling_allocation(runner: Any, config: Any, via: str | None) -> tup
         limits = kvcache.runner_limits(runner)
     except LookupError as exc:
         STATE.log_once("limits", logging.WARNING, "cgguard: cannot check the profiling KV cache: %s", exc)
-        append_event(STATE.report, "profiling_kv_cache", action="unchecked", reason=str(exc), via=via)
+        append_event(STATE.report, "profiling_kv_cache", action="unchecked", mode=mode, reason=str(exc), via=via)
         return config, None
 
     requested = int(config.num_blocks)
@@ -122,8 +122,8 @@ def check_profiling_allocation(runner: Any, config: Any, via: str | None) -> tup
             fixed = kvcache.build_config_for_blocks(runner, config, bound)
         except Exception as exc:  # the guard must never stop vLLM outside raise mode
             logger.warning(
-                "%s -- cgguard could not build the bounded cache (%s: %s); vLLM continues unchanged.",
-                violation_message(facts), type(exc).__name__, exc,
+                "%s cgguard could not build the bounded cache (%s: %s); vLLM continues unchanged.",
+                violation_message(facts, f"To remove the cause: {LASTING_REMEDY}."), type(exc).__name__, exc,
             )
             append_event(STATE.report, "profiling_kv_cache", action="fix_failed", mode=mode,
                          error=f"{type(exc).__name__}: {exc}", **facts.report_fields())

@@ -255,3 +255,4 @@ def test_internal_error_in_the_guard_never_stops_vllm(engine, guard, monkeypatch
         runner._init_minimal_kv_cache_for_profiling()
         assert allocated_kv(runner)[0] == 512
     assert "internal-error" in STATE.logged_once
+
