@@ -16,7 +16,7 @@ from cgguard.static import sourcefile
 from cgguard.static.discovery import discover
 from cgguard.static.findings import FileError, Finding
 from cgguard.static.fixer import fix_text
-from cgguard.static.scan import check_source
+from cgguard.static.scan import check_source, nothing_to_check
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -98,7 +98,10 @@ def check_text(text: str, path: str, finding_filter: FindingFilter | None = None
 
 def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileResult:
     try:
-        source = _load(path)
+        data = sourcefile.read_bytes(path)
+        if nothing_to_check(data):
+            return FileResult(path)
+        source = sourcefile.decode(data)
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
     return check_text(source.text, path, finding_filter)
@@ -197,13 +200,15 @@ def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
 def check_paths(
     paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
 ) -> RunResult:
-    run = RunResult()
-    for path, error in iter_python_files(paths, settings):
+    from cgguard.static.parallel import map_files
+
+    def work(item: tuple[str, FileError | None]) -> FileResult:
+        path, error = item
         if error:
-            run.files.append(FileResult(path, error=error))
-        else:
-            run.files.append(_guarded(path, lambda p: check_file(p, finding_filter)))
-    return run
+            return FileResult(path, error=error)
+        return _guarded(path, lambda p: check_file(p, finding_filter))
+
+    return RunResult(files=map_files(work, list(iter_python_files(paths, settings))))
 
 
 def fix_paths(
