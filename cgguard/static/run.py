@@ -6,8 +6,6 @@ a :class:`FileError` with one line of reason, and every other file is still done
 
 from __future__ import annotations
 
-import difflib
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -16,7 +14,7 @@ from cgguard.static import sourcefile
 from cgguard.static.discovery import discover
 from cgguard.static.findings import FileError, Finding
 from cgguard.static.fixer import fix_text
-from cgguard.static.scan import check_source, nothing_to_check
+from cgguard.static.prefilter import nothing_to_check
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -78,6 +76,11 @@ def _checker(path: str, finding_filter: FindingFilter | None):
 
 
 def _quiet_check(text: str, path: str) -> list[Finding]:
+    # Imported here: a run whose files all pass the prefilter never loads the parser side.
+    from cgguard.static.scan import check_source, might_match
+
+    if not might_match(text):
+        return []
     # The parser warns about the file's content (invalid escapes, `is` with a
     # literal, ...) on stderr; that is not ours to print, one line per file is.
     with warnings.catch_warnings():
@@ -129,6 +132,8 @@ def fix_source_text(
     if outcome.error:
         result.error = FileError(path, outcome.error)
     if result.changed:
+        import difflib
+
         result.diff = "".join(
             difflib.unified_diff(
                 text.splitlines(keepends=True),
@@ -192,6 +197,8 @@ def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
     try:
         return work(path)
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the other files
+        import traceback
+
         result = FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
         result.traceback = traceback.format_exc()
         return result

@@ -17,14 +17,14 @@ import re
 from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
-from cgguard.static import vocabulary as vocab
+from cgguard.static.prefilter import TEXT_NEEDLES as _NEEDLES
+from cgguard.static.prefilter import might_match, nothing_to_check  # noqa: F401 (re-exported)
 from cgguard.static.edits import build_fix
 from cgguard.static.findings import Finding
 from cgguard.static.flow import MAX, ClassFacts, Hit, ScopeFlow
 from cgguard.static.messages import message_for
 from cgguard.static.sourcetext import SourceText
 
-_NEEDLES = tuple(n.decode() for n in vocab.SOURCE_NEEDLES)
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
 
@@ -54,26 +54,6 @@ def _needle_lines(text: str, lines: list[str]) -> list[int]:
         if not found or found[-1] != n:
             found.append(n)
     return found
-
-
-def nothing_to_check(data: bytes) -> bool:
-    """True for file bytes that certainly hold no finding and no decoding problem.
-
-    Most files of a tree: plain ASCII (valid in every encoding Python accepts), no
-    NUL byte, no coding cookie to validate, and no capture-size substring. They
-    are neither decoded nor parsed.
-    """
-    return (
-        not any(n in data for n in vocab.SOURCE_NEEDLES)
-        and data.isascii()
-        and b"\0" not in data
-        and b"coding" not in data[:2048]
-    )
-
-
-def might_match(text: str) -> bool:
-    """Cheap test: can this text contain anything a rule looks at?"""
-    return any(n in text for n in _NEEDLES)
 
 
 def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:

@@ -15,8 +15,6 @@ import errno
 import io
 import os
 import stat
-import tempfile
-import tokenize
 from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
@@ -43,6 +41,8 @@ def decode(data: bytes) -> Source:
         raise SourceError("binary file (contains NUL bytes)")
     bom = data.startswith(BOM)
     try:
+        import tokenize  # only files that need decoding get here
+
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
         reason = str(getattr(exc, "msg", exc))
@@ -162,6 +162,8 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
         if now != expected:
             raise SourceError("changed on disk while being fixed; not written")
     try:
+        import tempfile  # only a run that writes needs it
+
         fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
     except OSError as exc:
         raise SourceError(

@@ -18,8 +18,8 @@ CAPTURE_SIZE_ATTRS = frozenset({"max_cudagraph_capture_size", "max_capture_size"
 CAPTURE_LIST_NAMES = frozenset({"cudagraph_batch_sizes", "cudagraph_capture_sizes"})
 
 # Substrings (bytes) a file must contain before it is worth parsing: every source
-# above contains one of them.
-SOURCE_NEEDLES = (b"capture_size", b"batch_sizes")
+# above contains one of them (kept in the import-light prefilter module).
+from cgguard.static.prefilter import NEEDLES as SOURCE_NEEDLES  # noqa: E402
 
 # Names of request (sequence) counts: ``self.max_num_reqs``, ``scheduler_config.max_num_seqs``...
 REQUEST_COUNT_NAMES = frozenset({"max_num_reqs", "max_num_seqs"})

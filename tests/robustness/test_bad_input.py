@@ -223,17 +223,17 @@ def test_internal_error_in_one_file_is_one_line_and_verbose_shows_the_traceback(
     injection reaches it; everything else is the real code."""
     from click.testing import CliRunner
 
-    import cgguard.static.run as run_module
+    import cgguard.static.scan as scan_module
     from cgguard.cli import main
 
-    real_check = run_module.check_source
+    real_check = scan_module.check_source
 
     def flaky(text, path, **kw):
         if path.endswith("boom.py"):
             raise RuntimeError("injected failure")
         return real_check(text, path, **kw)
 
-    monkeypatch.setattr(run_module, "check_source", flaky)
+    monkeypatch.setattr(scan_module, "check_source", flaky)
     for name in ("a.py", "boom.py", "z.py"):
         (tmp_path / name).write_text(BUGGY)
 

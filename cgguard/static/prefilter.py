@@ -1,0 +1,31 @@
+"""Which files are worth parsing at all, decided on their bytes (imports nothing heavy).
+
+Every capture-size source the rules recognise (``max_cudagraph_capture_size``,
+``max_capture_size``, ``cudagraph_capture_sizes``, ``cudagraph_batch_sizes``)
+contains one of these substrings; a file without any cannot have a finding.
+"""
+
+from __future__ import annotations
+
+NEEDLES = (b"capture_size", b"batch_sizes")
+TEXT_NEEDLES = tuple(n.decode() for n in NEEDLES)
+
+
+def nothing_to_check(data: bytes) -> bool:
+    """True for file bytes that certainly hold no finding and no decoding problem.
+
+    Most files of a tree: plain ASCII (valid in every encoding Python accepts), no
+    NUL byte, no coding cookie to validate, and no capture-size substring. They
+    are neither decoded nor parsed.
+    """
+    return (
+        not any(n in data for n in NEEDLES)
+        and data.isascii()
+        and b"\0" not in data
+        and b"coding" not in data[:2048]
+    )
+
+
+def might_match(text: str) -> bool:
+    """Cheap test on decoded text: can it contain anything a rule looks at?"""
+    return any(n in text for n in TEXT_NEEDLES)
