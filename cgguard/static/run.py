@@ -132,10 +132,10 @@ def fix_source_text(
     if outcome.error:
         result.error = FileError(path, outcome.error)
     if result.changed:
-        import difflib
+        from cgguard.static.textdiff import unified_diff
 
         result.diff = "".join(
-            difflib.unified_diff(
+            unified_diff(
                 text.splitlines(keepends=True),
                 outcome.text.splitlines(keepends=True),
                 fromfile=f"a/{_printable_path(path).lstrip('/')}",
