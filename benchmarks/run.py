@@ -539,7 +539,29 @@ def _fmt_ratio(r: float) -> str:
     return f"{r:.2f}×" if r < 1 else f"{r:.1f}×"
 
 
-def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int) -> tuple[str, bool]:
+def count_clean_tree(rows: list[Row], c: Corpora) -> dict[str, str]:
+    """Findings of each tree-wide tool on the original tree (bug not planted): one untimed run.
+
+    The planted bug is the only one a tool should report; anything on the original
+    tree is a false positive (vLLM 0.26.0 and later carry upstream's fix).
+    """
+    counts: dict[str, str] = {}
+    for row in rows:
+        if row.group != "tree" or row.once:
+            continue
+        cmd = [str(c.tree) if part == str(c.buggy) else part for part in row.cmd]
+        _log(f"original tree: {row.label}")
+        s = measure(cmd, cwd=row.cwd, env=row.env)
+        if s.rc not in row.ok_rcs:
+            raise BenchError(f"{row.label} on the original tree: `{' '.join(cmd)}` exited {s.rc}")
+        n = row.count(s)
+        counts[row.label.split()[0]] = "–" if n is None else str(n)
+    return counts
+
+
+def report(
+    rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int, clean: dict[str, str]
+) -> tuple[str, bool]:
     by_key = {r.key: r for r in rows}
     ref = {"tree": by_key.get("cg_tree"), "runner": by_key.get("cg_runner"), "noparse": by_key.get("cg_noparse")}
     checks: dict[str, bool] = {}
@@ -583,6 +605,9 @@ def report(rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int
             "applied; semgrep counts taint results (origin and each sink it reaches); Fixit counts reports; "
             "grep counts matching lines. Files: how many files the tool says it checked. CPU: median user+system "
             "seconds of the process and its children (less sensitive than wall time to other load on the machine)."]
+    if clean:
+        out.append("Findings on the original tree (the bug not planted; one untimed run each): "
+                   + ", ".join(f"{tool} {n}" for tool, n in clean.items()) + ".")
     if "fixit" in tools and "fx_tree" not in by_key:
         out.append("Fixit runs on the runner file only (it takes minutes on the tree); `--fixit-tree` adds a "
                    "single tree run.")
@@ -625,7 +650,8 @@ def main(argv: list[str] | None = None) -> int:
         ensure_tools(work, args.tools)
         rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree)
         run_rows(rows, args.repeat, warmup=not args.quick)
-        table, met = report(rows, c, args.tools, work, args.repeat)
+        clean = count_clean_tree(rows, c)
+        table, met = report(rows, c, args.tools, work, args.repeat, clean)
     except BenchError as exc:
         print(f"benchmarks/run.py: error: {exc}", file=sys.stderr)
         return 2

@@ -96,6 +96,8 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     assert _table_row(out, "python -c pass")[4] == "–"
     peak = _table_row(out, "peak RSS of cgguard check, whole tree")
     assert re.fullmatch(r"\d+ MB", peak[1]) and peak[6] == "≤ 200 MB" and peak[7] in ("pass", "**FAIL**")
+    # On the original tree (upstream's fix, no planted bug) nothing is found.
+    assert "Findings on the original tree (the bug not planted; one untimed run each): cgguard 0, grep 0." in out
     # Every timed row has a median and a ratio.
     for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass"):
         row = _table_row(out, label)
