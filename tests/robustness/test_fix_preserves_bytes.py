@@ -182,3 +182,16 @@ def _fix_and_compare(tmp_path, before: bytes, expected: bytes, *, mode: int = 0o
     st2 = target.stat()
     assert (st2.st_ino, st2.st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
     return target
+
+
+def test_hard_link_gets_a_new_file_and_the_other_name_keeps_the_old(tmp_path):
+    # Documented in docs/robustness.md: the atomic rename replaces the path, as an
+    # editor's safe-save does; the other hard link still names the old bytes.
+    (tmp_path / "tree").mkdir()
+    target = tmp_path / "tree" / "runner.py"
+    target.write_bytes(BUGGY.encode())
+    os.link(target, tmp_path / "elsewhere.py")
+    result = cgguard("fix", str(tmp_path / "tree"))
+    assert result.returncode == 0, result.stderr
+    assert target.read_bytes() == BUGGY.replace(BUGGY_LINE, FIXED_LINES).encode()
+    assert (tmp_path / "elsewhere.py").read_bytes() == BUGGY.encode()
