@@ -441,6 +441,15 @@ BROKEN = {
         def broken(:
             pass
     """,
+    # Another part does not parse and the matched function holds nothing: the fast
+    # path parses only that function (found by the random-layout test).
+    "syntax_error_elsewhere_no_hit": f"""
+        def function(self):
+            cap = {CAP}
+        def broken(:
+            n = cap or 1
+            self.cache_config.num_gpu_blocks_override = n
+    """,
     "bad_indent_elsewhere": f"""
         class Runner:
             def f(self):
@@ -471,7 +480,16 @@ def test_synthetic_same_findings(name: str) -> None:
 # findings are settled on the full parse.
 
 
-@pytest.mark.parametrize("name", sorted(BROKEN))
+# Found on 2026-11-29 and reported to the static-core owner: docs/robustness.md
+# promises a syntax error is reported in every file that mentions the capture size,
+# but the fast path says "No findings" (exit 0) here. Strict: remove when fixed.
+_NO_HIT_GAP = pytest.mark.xfail(strict=True, reason="fast path misses a syntax error when the matched function has no hit")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=_NO_HIT_GAP) if n == "syntax_error_elsewhere_no_hit" else n for n in sorted(BROKEN)],
+)
 def test_unparsable_file_fails_on_both_paths(name: str) -> None:
     text = _text(BROKEN[name])
     full = outcome(text, f"{name}.py", fast=False)
