@@ -19,7 +19,9 @@ What it does (standard library only):
    missing (skipped when present).
 3. Runs every row once untimed (page cache, byte-code), then ``--repeat`` rounds of
    all rows interleaved, so noise from the shared machine spreads over every tool.
-4. Prints the machine, a Markdown table of medians with ratios, targets and
+4. Runs each tree-wide tool once more, untimed, on the original tree (no bug
+   planted), to show false positives.
+5. Prints the machine, a Markdown table of medians with ratios, targets and
    pass/fail, and finding counts per tool, ready to paste into docs/performance.md.
 
 Exit code: 0 when every command ran as expected, 2 when one failed (its output is
@@ -42,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 RULES = HERE / "rules"
@@ -147,7 +150,7 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(f, dest)
         shutil.copytree(tree, buggy)
-        planted = plant_bug((buggy / runner_rel).read_text(encoding="utf-8"))
+        planted = plant_bug((buggy / runner_rel).read_text(encoding="utf-8"), runner_src)
         (buggy / runner_rel).write_text(planted, encoding="utf-8")
         runner_dir.mkdir()
         shutil.copyfile(buggy / runner_rel, runner_dir / Path(runner_rel).name)
@@ -168,14 +171,14 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
     )
 
 
-def plant_bug(text: str) -> str:
+def plant_bug(text: str, path: Path) -> str:
     """Replace upstream's bounded formula by the per-token one (0.18.0 - 0.25.x)."""
     planted, n = FIXED_FORMULA.subn(BUGGY_FORMULA, text)
     if n == 1:
         return planted
     if n == 0 and f"= {BUGGY_FORMULA}" in text:
         return text  # the corpus already carries the bug (a vLLM before 0.26.0)
-    raise BenchError(f"runner file: expected upstream's formula once, found it {n} times")
+    raise BenchError(f"{path}: expected upstream's formula (or the old line) once, found the formula {n} times")
 
 
 def _build_noparse(tree: Path, dest: Path) -> None:
@@ -288,12 +291,12 @@ class Row:
     label: str
     group: str  # tree | runner | noparse: ratios are against cgguard's row of the group
     cmd: list[str]
-    count: callable  # Sample -> findings count (or None)
-    files: callable  # Sample -> files the tool says it checked (or None)
+    count: Callable[[Sample], int | None]  # findings (or fixes) the tool reported
+    files: Callable[[Sample], int | None]  # files the tool says it checked
     ok_rcs: tuple[int, ...] = (0, 1)
     cwd: Path | None = None
     env: dict[str, str] | None = None
-    prepare: callable | None = None  # untimed, before each run (a fresh copy to fix)
+    prepare: Callable[[], None] | None = None  # untimed, before each run (a fresh copy to fix)
     once: bool = False  # too slow to repeat: one timed run, no warm-up
     target: str = ""
     samples: list[Sample] = dataclasses.field(default_factory=list)
@@ -655,6 +658,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as exc:
         print(f"benchmarks/run.py: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("benchmarks/run.py: interrupted", file=sys.stderr)
+        return 130
     sys.stdout.write(table)
     return 1 if args.strict and not met else 0
 

@@ -146,3 +146,18 @@ def test_unknown_tool_is_refused(small_corpus: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "unknown tool(s): ruff" in proc.stderr
     assert not (tmp_path / "work").exists()
+
+
+def test_runner_without_the_formula_is_one_clear_error(small_corpus: Path, tmp_path: Path) -> None:
+    runner = small_corpus / "v1" / "worker" / "gpu_model_runner.py"
+    runner.write_text(RUNNER.replace(UPSTREAM_FIXED_RUNNER_EXPR, "4"))
+    proc = _run("--tools", "cgguard", "--corpus", str(small_corpus), "--work", str(tmp_path / "work"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == (
+        f"benchmarks/run.py: error: {runner}: expected upstream's formula (or the old line) once, "
+        "found the formula 0 times"
+    )
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    # Nothing half-built is taken for a finished corpus next time.
+    assert not (tmp_path / "work" / "corpus.stamp").exists()
