@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
+# Each rule's documented example cases: rules/<CODE>/cases/{flagged,silent}/*.py.
+RULE_CASES = HERE.parent / "rules"
 RULES = HERE / "rules"
 DEFAULT_WORK = HERE / ".work"
 ALL_TOOLS = ("cgguard", "semgrep", "fixit", "grep")
@@ -301,6 +303,11 @@ class Row:
     target: str = ""
     samples: list[Sample] = dataclasses.field(default_factory=list)
     note: str = ""
+
+    @property
+    def tool(self) -> str:
+        """The tool's name as the tables show it."""
+        return {"cg": "cgguard", "sg": "semgrep", "fx": "Fixit", "grep": "grep", "py": "python"}[self.key.split("_")[0]]
 
     @property
     def median(self) -> float | None:
@@ -558,8 +565,81 @@ def count_clean_tree(rows: list[Row], c: Corpora) -> dict[str, str]:
         if s.rc not in row.ok_rcs:
             raise BenchError(f"{row.label} on the original tree: `{' '.join(cmd)}` exited {s.rc}")
         n = row.count(s)
-        counts[row.label.split()[0]] = "–" if n is None else str(n)
+        counts[row.tool] = "–" if n is None else str(n)
     return counts
+
+
+# Per-file report lines of each tool: the file path is group 1.
+_PER_FILE = {
+    "cgguard": re.compile(r"^(\S.*?):\d+:\d+: CGG\d{3} ", re.M),
+    "Fixit": re.compile(r"^(\S.*?)@\d+:\d+ PerTokenProfilingBlocks: ", re.M),
+    "grep": re.compile(r"^(.*?):\d+:", re.M),
+}
+
+
+def _per_file(tool: str, s: Sample) -> dict[str, int]:
+    if tool == "semgrep":
+        import json
+
+        try:
+            paths = [r["path"] for r in json.loads(s.stdout)["results"]]
+        except (ValueError, KeyError, TypeError):
+            raise BenchError("semgrep on the rule cases: output is not the JSON expected") from None
+    else:
+        paths = _PER_FILE[tool].findall(s.stdout)
+    counts: dict[str, int] = {}
+    for p in paths:
+        counts[Path(p).name] = counts.get(Path(p).name, 0) + 1
+    return counts
+
+
+def check_rule_cases(rows: list[Row], work: Path) -> str:
+    """Each tool once on the rules' example cases: which it flags, which it leaves alone.
+
+    Shows whether the semgrep and Fixit rules really are equivalent to cgguard's
+    (the speed comparison is only fair if they are), and what grep's literal misses.
+    """
+    cases = sorted(p for p in RULE_CASES.glob("*/cases/*/*.py") if not p.name.endswith(".fixed.py"))
+    if not cases:
+        return f"\nNo rule cases found under {RULE_CASES}: the findings comparison was not run.\n"
+    dest = work / "cases"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir()
+    expected: dict[str, str] = {}
+    for p in cases:
+        code, kind = p.parts[-4], p.parts[-2]
+        name = f"{code}_{kind}_{p.name}"
+        shutil.copyfile(p, dest / name)
+        expected[name] = kind
+    per_tool: dict[str, dict[str, int]] = {}
+    for row in rows:
+        if row.group != "runner" or row.key == "cg_fix":
+            continue
+        tool = row.tool
+        if tool == "grep":
+            cmd = ["grep", "-rn", "--include=*.py", "-F", GREP_LITERAL, str(dest)]
+        else:
+            cmd = [*row.cmd[:-1], str(dest)]
+        _log(f"rule cases: {tool}")
+        s = measure(cmd, cwd=row.cwd, env=row.env)
+        if s.rc not in row.ok_rcs:
+            raise BenchError(f"{tool} on the rule cases: `{' '.join(cmd)}` exited {s.rc}")
+        per_tool[tool] = _per_file(tool, s)
+    tools = list(per_tool)
+    out = ["", "## Findings on the rules' example cases", "",
+           f"`rules/<CODE>/cases/`: {sum(k == 'flagged' for k in expected.values())} files each rule must flag, "
+           f"{sum(k == 'silent' for k in expected.values())} it must leave alone. Reports per file (semgrep "
+           "reports each sink a flow reaches, so it can count more than one per bug).", "",
+           "| case | expected | " + " | ".join(tools) + " |", "|---|---|" + "---:|" * len(tools)]
+    for name, kind in expected.items():
+        cells = [str(per_tool[t].get(name, 0)) for t in tools]
+        out.append(f"| {name[:-3]} | {kind} | " + " | ".join(cells) + " |")
+    flagged = [n for n, k in expected.items() if k == "flagged"]
+    silent = [n for n, k in expected.items() if k == "silent"]
+    caught = ", ".join(f"{t} {sum(1 for n in flagged if per_tool[t].get(n))}/{len(flagged)}" for t in tools)
+    noisy = ", ".join(f"{t} {sum(1 for n in silent if per_tool[t].get(n))}/{len(silent)}" for t in tools)
+    out += ["", f"Flagged cases caught: {caught}. Silent cases with a report (false positives): {noisy}."]
+    return "\n".join(out) + "\n"
 
 
 def report(
@@ -655,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         run_rows(rows, args.repeat, warmup=not args.quick)
         clean = count_clean_tree(rows, c)
         table, met = report(rows, c, args.tools, work, args.repeat, clean)
+        table += check_rule_cases(rows, work)
     except BenchError as exc:
         print(f"benchmarks/run.py: error: {exc}", file=sys.stderr)
         return 2

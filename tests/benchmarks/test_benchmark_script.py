@@ -98,6 +98,12 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     assert re.fullmatch(r"\d+ MB", peak[1]) and peak[6] == "≤ 200 MB" and peak[7] in ("pass", "**FAIL**")
     # On the original tree (upstream's fix, no planted bug) nothing is found.
     assert "Findings on the original tree (the bug not planted; one untimed run each): cgguard 0, grep 0." in out
+    # The rules' example cases, per tool asked for: cgguard flags every flagged case
+    # and nothing else; grep's literal misses some and hits strings.
+    assert "## Findings on the rules' example cases" in out
+    assert "| case | expected | cgguard | grep |" in out
+    assert re.search(r"Flagged cases caught: cgguard (\d+)/\1, grep \d+/\d+\.", out), out
+    assert re.search(r"false positives\): cgguard 0/\d+, grep [1-9]\d*/\d+\.", out), out
     # Every timed row has a median and a ratio.
     for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass"):
         row = _table_row(out, label)
@@ -105,7 +111,8 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
         assert re.fullmatch(r"\d+\.\d+×", row[2]), row
         assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[3]), row
     # Tools not asked for do not appear.
-    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    timing = out.split("## Results")[1].split("## Findings on the rules")[0]
+    rows = [line for line in timing.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 7 + 2  # header, seven timed rows, peak RSS and findings
     assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
 
