@@ -54,7 +54,10 @@ def discover(paths: Iterable[str], settings: Settings | None = None) -> Iterator
             found = False
             for file in _files_under(path, settings, excludes):
                 found = True
-                yield file, None
+                if isinstance(file, FileError):
+                    yield file.path, file
+                else:
+                    yield file, None
             if not found:
                 yield path, FileError(path, "no Python files found in this directory")
         elif os.path.exists(path) or os.path.islink(path):
@@ -63,7 +66,7 @@ def discover(paths: Iterable[str], settings: Settings | None = None) -> Iterator
             yield path, FileError(path, "no such file or directory")
 
 
-def _files_under(folder: str, settings: Settings, excludes: PathGlobs) -> Iterator[str]:
+def _files_under(folder: str, settings: Settings, excludes: PathGlobs) -> Iterator[str | FileError]:
     # Path arithmetic is most of a folder search's cost: the folder's place under
     # the config root is worked out once, its entries' by joining strings.
     base = relative_to_root(folder, settings.root)
@@ -108,7 +111,7 @@ def _git_files(folder: str) -> list[str] | None:
     return sorted({n for n in names if n.endswith(SUFFIXES)}, key=lambda n: n.split("/"))
 
 
-def _walk(root: str, settings: Settings, excluded) -> Iterator[str]:
+def _walk(root: str, settings: Settings, excluded) -> Iterator[str | FileError]:
     root_abs = os.path.abspath(root)
     use_gitignore = settings.respect_gitignore
     # .gitignore rules as (folder relative to `top`, rule); `top` is the project
@@ -126,7 +129,11 @@ def _walk(root: str, settings: Settings, excluded) -> Iterator[str]:
         return f"{prefix}/{rel}" if prefix else rel
 
     seen: set[tuple[int, int]] = set()
-    for folder, dirs, files in os.walk(root, followlinks=True):
+    # Folders os.walk cannot list: reported, never skipped in silence.
+    unlistable: list[OSError] = []
+    for folder, dirs, files in os.walk(root, followlinks=True, onerror=unlistable.append):
+        while unlistable:
+            yield _unlistable_error(unlistable.pop(0))
         try:
             st = os.stat(folder)
         except OSError:
@@ -153,6 +160,14 @@ def _walk(root: str, settings: Settings, excluded) -> Iterator[str]:
         for name in sorted(files):
             if name.endswith(SUFFIXES) and not skip(name, False):
                 yield shown + name
+    while unlistable:
+        yield _unlistable_error(unlistable.pop(0))
+
+
+def _unlistable_error(exc: OSError) -> FileError:
+    path = os.path.normpath(exc.filename) if exc.filename else "?"
+    reason = (exc.strerror or type(exc).__name__).lower()
+    return FileError(path, f"cannot list this folder: {reason}")
 
 
 def _read_gitignore(folder: str, base: str) -> list[tuple[str, IgnoreRule]]:

@@ -95,8 +95,9 @@ def _wrapped(hit, rw, whole, offset, src: SourceText, target_src, fallback) -> T
     # Only where the count is the whole right-hand side: `name = <count>  # comment`.
     if not re.search(r"[^=!<>]=\s*$", before) or not re.fullmatch(r"\s*(#.*)?", after):
         return None
-    # The code's length decides (a trailing comment may run long, as black allows).
-    code_len = len(before) + (end_c - start_c)
+    # The code's length decides (a trailing comment may run long, as black allows);
+    # a tab counts as 4 columns, as ruff's default indent-width does.
+    code_len = len(before.expandtabs(4)) + (end_c - start_c)
     grown = code_len + len(f"min({hit.request}, )") + (0 if rw.has_fallback else len(f" or {fallback}"))
     if grown <= MAX_LINE:
         return None

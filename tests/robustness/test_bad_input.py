@@ -320,10 +320,6 @@ def test_internal_error_outside_any_file_is_one_line(tmp_path, monkeypatch):
     assert isinstance(verbose.exception, OSError)  # re-raised for the traceback
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "discovery.py _walk: os.walk() without onerror skips a folder it cannot list, "
-    "silently: the files inside are neither checked nor reported, and the exit code "
-    "says nothing (owner: issue 4, discovery)"))
 def test_unreadable_folder_is_reported_not_skipped(tmp_path):
     root = tmp_path / "tree"
     (root / "locked").mkdir(parents=True)

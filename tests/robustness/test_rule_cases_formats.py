@@ -42,16 +42,7 @@ def _cases() -> list[tuple[Path, Path]]:
     return out
 
 
-_TAB_WIDTH = pytest.mark.xfail(strict=True, reason=(
-    "edits.py _wrapped measures the code in characters (code_len = len(before) + ...), "
-    "a tab counting as one column, so a tab-indented line stays on one line where the "
-    "same line indented with spaces gets upstream's multi-line layout (ruff counts a "
-    "tab as indent-width, 4); counting a tab as 4 makes these pass. The fix itself is "
-    "valid either way"))
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=_TAB_WIDTH) if n.startswith("tabs") else n for n in sorted(TRANSFORMS)])
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
 def test_rule_cases_fix_the_same_in_every_format(tmp_path, name):
     transform = TRANSFORMS[name]
     cases = _cases()
