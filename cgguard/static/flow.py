@@ -60,6 +60,7 @@ class Hit:
     source: ast.expr  # the capture-size expression
     rewrite: Rewrite | None
     request: str | None  # request-count expression the fix would use
+    stmt_span: tuple[int, int] = (0, 0)  # lines of the statement (a compound one's header)
 
 
 class ClassFacts:
@@ -100,6 +101,7 @@ class ScopeFlow:
         # expressions that do not cannot reach a sink with one.
         self.has_needle = has_needle
         self.tainted = False
+        self.current_stmt: ast.stmt | None = None
         self.env: dict[str, object] = {}
         self.aliases: dict[str, ast.expr] = {}  # local name -> expression it aliases
         for p in params:
@@ -272,6 +274,7 @@ class ScopeFlow:
                     source=taint.source,
                     rewrite=self.locate(value, parent),
                     request=self.request_for(taint.source),
+                    stmt_span=_statement_span(self.current_stmt) if self.current_stmt else (0, 0),
                 )
             )
         return replace(taint, reported=True)
@@ -285,6 +288,7 @@ class ScopeFlow:
     def stmt(self, node: ast.stmt) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # separate scopes
+        self.current_stmt = node  # header expressions come before nested bodies
         if isinstance(node, ast.Assign):
             self.expr(node.value)
             for target in node.targets:
@@ -366,6 +370,22 @@ class ScopeFlow:
             for arg in node.args:
                 if not isinstance(arg, ast.Starred):
                     self.sink(arg, sink=f"{callee}(...)")
+
+
+def _statement_span(node: ast.stmt) -> tuple[int, int]:
+    """Lines a suppression comment may sit on: the statement, or a compound one's header."""
+    if not hasattr(node, "body"):
+        return node.lineno, node.end_lineno
+    end = node.lineno
+    for value in ast.iter_fields(node):
+        value = value[1]
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, ast.withitem):
+                item = item.optional_vars or item.context_expr
+            if isinstance(item, ast.expr):
+                end = max(end, item.end_lineno)
+    return node.lineno, end
 
 
 def _receiver(source: ast.expr) -> ast.expr | None:

@@ -245,4 +245,5 @@ def _to_finding(hit: Hit, offset: int, src: SourceText, path: str) -> Finding:
         code=code,
         message=message_for(code, hit, lines, offset, bound),
         fix=fix,
+        stmt_lines=(hit.stmt_span[0] + offset, hit.stmt_span[1] + offset) if hit.stmt_span[0] else (0, 0),
     )

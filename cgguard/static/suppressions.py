@@ -47,6 +47,11 @@ def filter_suppressed(text: str, findings: list[Finding]) -> list[Finding]:
     """``findings`` without those a directive in ``text`` suppresses."""
     if not findings or ("noqa" not in text.lower() and "cgguard" not in text.lower()):
         return findings
+    if all(f.stmt_lines != (0, 0) for f in findings):
+        # The scanner knows each finding's statement: read the comments of those
+        # lines only (tokenizing a 7,000-line runner costs more than checking it).
+        lines = _physical_lines(text)
+        return [f for f in findings if not _suppressed_in_statement(lines, f)]
     comments, spans = _comments_and_statements(text)
     if not comments:
         return findings
@@ -57,6 +62,20 @@ def filter_suppressed(text: str, findings: list[Finding]) -> list[Finding]:
         if not any(_covers(d, f.code) for line in range(first, last + 1) for d in comments.get(line, ())):
             kept.append(f)
     return kept
+
+
+def _suppressed_in_statement(lines: list[str], f: Finding) -> bool:
+    first = min(f.line, f.stmt_lines[0])
+    last = max(f.end_line, f.stmt_lines[1])
+    snippet = "".join(lines[first - 1 : last])
+    comments, _ = _comments_and_statements(snippet)
+    return any(_covers(d, f.code) for found in comments.values() for d in found)
+
+
+def _physical_lines(text: str) -> list[str]:
+    from cgguard.static.scan import split_lines  # the scanner's own line numbering
+
+    return split_lines(text)
 
 
 def _covers(directive: frozenset[str] | None, code: str) -> bool:
