@@ -11,6 +11,10 @@ NEEDLES = (b"capture_size", b"batch_sizes")
 TEXT_NEEDLES = tuple(n.decode() for n in NEEDLES)
 
 
+def has_needle(data: bytes) -> bool:
+    return any(n in data for n in NEEDLES)
+
+
 def nothing_to_check(data: bytes) -> bool:
     """True for file bytes that certainly hold no finding and no decoding problem.
 
@@ -19,7 +23,7 @@ def nothing_to_check(data: bytes) -> bool:
     are neither decoded nor parsed.
     """
     return (
-        not any(n in data for n in NEEDLES)
+        not has_needle(data)
         and data.isascii()
         and b"\0" not in data
         and b"coding" not in data[:2048]

@@ -14,7 +14,7 @@ from cgguard.static import sourcefile
 from cgguard.static.discovery import discover
 from cgguard.static.findings import FileError, Finding
 from cgguard.static.fixer import fix_text
-from cgguard.static.prefilter import nothing_to_check
+from cgguard.static.prefilter import has_needle, nothing_to_check
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -104,9 +104,11 @@ def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileRe
         data = sourcefile.read_bytes(path)
         if nothing_to_check(data):
             return FileResult(path)
-        source = sourcefile.decode(data)
+        source = sourcefile.decode(data)  # decoding problems are reported for every file
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
+    if not has_needle(data):
+        return FileResult(path)  # decodes fine, but nothing a rule looks at
     return check_text(source.text, path, finding_filter)
 
 

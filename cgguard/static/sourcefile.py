@@ -104,10 +104,13 @@ def read_bytes(path: str) -> bytes:
             raise SourceError(f"not a regular file ({_kind(st.st_mode)})")
         chunks = []
         while True:
-            chunk = os.read(fd, max(st.st_size + 1, 1 << 16))
+            want = max(st.st_size + 1, 1 << 16)
+            chunk = os.read(fd, want)
             if not chunk:
                 break
             chunks.append(chunk)
+            if len(chunk) < want:
+                break  # a short read of a regular file is its end: spare the extra call
         return b"".join(chunks)
     except OSError as exc:
         raise SourceError(_os_reason(path, exc)) from None
