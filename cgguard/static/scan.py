@@ -185,7 +185,9 @@ def _function_chunks(lines: list[str], needles: list[int]):
         stripped = line.lstrip()
         if stripped.startswith("#"):
             continue  # a comment: nothing to parse for
-        start = _enclosing(lines, i, _DEF)
+        # A needle on a def line sits in its parameters or defaults, which no scope
+        # analyses: the function itself is the chunk to parse.
+        start = i if _DEF.match(line) else _enclosing(lines, i, _DEF)
         if start is None:
             return None
         if start in chunks:
