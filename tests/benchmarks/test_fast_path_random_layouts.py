@@ -61,7 +61,11 @@ def methods(draw, depth: int) -> list[tuple[int | None, str]]:
     for i in range(draw(st.integers(1, 3))):
         if draw(st.booleans()):
             lines.append((0, "@torch.inference_mode()"))
-        header = draw(st.sampled_from(["def m{}(self):", "async def m{}(self):", "def m{}(\n    self,\n):"]))
+        header = draw(st.sampled_from([
+            "def m{}(self):", "async def m{}(self):", "def m{}(\n    self,\n):",
+            "def m{}(self, n=cfg.compilation_config.max_cudagraph_capture_size):",
+            "def m{}(\n    self,\n    n=cfg.compilation_config.max_cudagraph_capture_size,\n):",
+        ]))
         for j, part in enumerate(header.format(i).split("\n")):
             lines.append((0 if j == 0 or part.startswith(")") else 4, part.strip()))
         lines += _shift(draw(body(depth)), 4)
