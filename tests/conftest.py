@@ -32,7 +32,9 @@ def installed_vllm_dir() -> Path:
 
 
 def run_cgguard(*args: str, cwd: Path | str | None = None, input: str | None = None,
-                env: dict | None = None) -> subprocess.CompletedProcess:
+                env: dict | None = None, timeout: float = 600,
+                preexec_fn=None) -> subprocess.CompletedProcess:
+    """Run the real CLI in a fresh interpreter, as a user would."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
@@ -43,7 +45,8 @@ def run_cgguard(*args: str, cwd: Path | str | None = None, input: str | None = N
         capture_output=True,
         text=True,
         env=full_env,
-        timeout=600,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ctypes
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.conftest import run_cgguard
 
 # A method carrying the pre-fix line of vLLM 0.18.0-0.25.x, and the exact text
 # `cgguard fix` turns that line into (upstream's multi-line layout, vLLM 0.26.0).
@@ -42,16 +43,9 @@ def capture_sizes(config):
 
 def cgguard(*args: str, cwd: Path | str | None = None, env: dict | None = None,
             unprivileged: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run the real CLI in a fresh interpreter, as a user would."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "cgguard", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
+    """Run the real CLI in a fresh interpreter; ``unprivileged`` makes file permissions bite."""
+    return run_cgguard(
+        *args, cwd=cwd, env=env, timeout=timeout,
         preexec_fn=_drop_file_override if unprivileged and os.geteuid() == 0 else None,
     )
 
