@@ -21,7 +21,7 @@ import re
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
 from cgguard.static.findings import DISPLAY_ONLY, SAFE, UNSAFE, Fix, TextEdit
 from cgguard.static.flow import MAX, Hit
-from cgguard.static.sourcetext import SourceText
+from cgguard.static.sourcetext import SourceText, char_col
 
 MAX_LINE = 88
 REQUEST_PLACEHOLDER = "<request count>"
@@ -89,8 +89,8 @@ def _wrapped(hit, rw, whole, offset, src: SourceText, target_src, fallback) -> T
     line = lines[lineno - 1]
     body = line.rstrip("\r\n")
     newline = line[len(body):] or "\n"
-    start_c = _col(line, whole.col_offset)
-    end_c = _col(line, whole.end_col_offset)
+    start_c = char_col(line, whole.col_offset)
+    end_c = char_col(line, whole.end_col_offset)
     before, after = body[:start_c], body[end_c:]
     # Only where the count is the whole right-hand side: `name = <count>  # comment`.
     if not re.search(r"[^=!<>]=\s*$", before) or not re.fullmatch(r"\s*(#.*)?", after):
@@ -116,18 +116,12 @@ def _segment(lines: list[str], node: ast.AST, offset: int) -> str:
     first, last = node.lineno + offset, node.end_lineno + offset
     if first == last:
         line = lines[first - 1]
-        return line[_col(line, node.col_offset):_col(line, node.end_col_offset)]
-    parts = [lines[first - 1][_col(lines[first - 1], node.col_offset):]]
+        return line[char_col(line, node.col_offset):char_col(line, node.end_col_offset)]
+    parts = [lines[first - 1][char_col(lines[first - 1], node.col_offset):]]
     parts.extend(lines[first:last - 1])
-    parts.append(lines[last - 1][: _col(lines[last - 1], node.end_col_offset)])
+    parts.append(lines[last - 1][: char_col(lines[last - 1], node.end_col_offset)])
     return "".join(parts)
 
 
 def _one_line(src: str) -> str:
     return re.sub(r"\s*\n\s*", " ", src).strip()
-
-
-def _col(line: str, byte_col: int) -> int:
-    if line.isascii():
-        return byte_col
-    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))

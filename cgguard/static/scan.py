@@ -136,13 +136,9 @@ def _scope_children(node: ast.AST, has_needle):
             stack.extend(c for c in ast.iter_child_nodes(cur) if has_needle(c))
 
 
-def _class_facts(name: str, lines: list[str], start: int, end: int | None) -> ClassFacts:
-    """Facts of the class whose header is ``lines[start]`` (its end found when needed)."""
-
-    def class_lines() -> list[str]:
-        return lines[start : end if end is not None else _block_end(lines, start)]
-
-    return ClassFacts(name, class_lines)
+def _class_facts(name: str, lines: list[str], start: int, end: int) -> ClassFacts:
+    """Facts of the class on ``lines[start:end]``, read only if a fix needs them."""
+    return ClassFacts(name, lambda: lines[start:end])
 
 
 def _indent(line: str) -> int | None:

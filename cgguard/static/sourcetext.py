@@ -6,6 +6,13 @@ import re
 from itertools import accumulate
 
 
+def char_col(line: str, byte_col: int) -> int:
+    """Character column of an ast (UTF-8 byte) column on ``line``."""
+    if line.isascii():
+        return byte_col
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
 class SourceText:
     def __init__(self, text: str, lines: list[str]):
         self.text = text
@@ -15,10 +22,7 @@ class SourceText:
 
     def col(self, lineno: int, byte_col: int) -> int:
         """Character column of an ast byte column on 1-based line ``lineno``."""
-        line = self.lines[lineno - 1]
-        if line.isascii():
-            return byte_col
-        return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+        return char_col(self.lines[lineno - 1], byte_col)
 
     def offset(self, lineno: int, byte_col: int) -> int:
         """Character offset into the text of an ast (line, byte column) position."""
