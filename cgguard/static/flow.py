@@ -95,6 +95,7 @@ class ScopeFlow:
         class_facts: ClassFacts | None,
         params: list[str],
         has_needle: Callable[[ast.AST], bool] = lambda node: True,
+        defaults: dict[str, ast.expr] | None = None,
     ):
         self.class_facts = class_facts
         # Whether a node's lines mention a capture size; with no taint in the scope yet,
@@ -108,6 +109,12 @@ class ScopeFlow:
             if p in vocab.REQUEST_COUNT_NAMES:
                 self.env[p] = _REQUEST
         self.hits: list[Hit] = []
+        # `def f(self, n=<capture size>)`: the parameter carries the capture size.
+        for p, default in (defaults or {}).items():
+            taint = self.taint_of(default)
+            if taint is not None:
+                self.env[p] = taint
+                self.tainted = True
 
     # ---- expressions -------------------------------------------------------
     def taint_of(self, node: ast.expr) -> Taint | None:

@@ -108,8 +108,12 @@ def _walk(
     def visit(node: ast.AST, facts: ClassFacts | None) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
-            params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
-            hits.extend(ScopeFlow(facts, params, has_needle).run(node.body))
+            positional = a.posonlyargs + a.args
+            params = [p.arg for p in positional + a.kwonlyargs]
+            # Default values, by parameter name (a capture-size default starts a taint).
+            defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
+            defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+            hits.extend(ScopeFlow(facts, params, has_needle, defaults).run(node.body))
         elif isinstance(node, ast.ClassDef):
             start = node.lineno - 1 + offset
             end = node.end_lineno + offset

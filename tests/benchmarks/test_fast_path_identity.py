@@ -364,13 +364,14 @@ CASES = {
                     self.cache_config.num_gpu_blocks_override = cap
                 g()
     """),
-    # A capture size on a def, decorator or class line (the def line makes the chunk).
-    "capture_size_parameter_default": (0, f"""
+    # A capture size on a def, decorator or class line (the def line makes the chunk);
+    # a capture-size default makes the parameter carry it.
+    "capture_size_parameter_default": (1, f"""
         class MyRunner:
             def f(self, n=cfg.compilation_config.max_cudagraph_capture_size):
                 min_blocks = n or 1
     """),
-    "capture_size_default_multiline_signature": (0, f"""
+    "capture_size_default_multiline_signature": (1, f"""
         class MyRunner:
             def f(
                 self,
@@ -378,7 +379,7 @@ CASES = {
             ):
                 min_blocks = n or 1
     """),
-    "capture_size_default_nested_function": (0, f"""
+    "capture_size_default_nested_function": (1, f"""
         def outer(cfg):
             def f(n=cfg.compilation_config.max_cudagraph_capture_size):
                 min_blocks = n or 1
