@@ -61,10 +61,6 @@ def iter_python_files(paths: Iterable[str], settings=None) -> Iterator[tuple[str
     return discover(paths, settings)
 
 
-def _load(path: str) -> sourcefile.Source:
-    return sourcefile.decode(sourcefile.read_bytes(path))
-
-
 def _checker(path: str, finding_filter: FindingFilter | None):
     def check(text: str) -> list[Finding]:
         findings = _quiet_check(text, path)

@@ -18,7 +18,7 @@ from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
 from cgguard.static.prefilter import TEXT_NEEDLES as _NEEDLES
-from cgguard.static.prefilter import might_match, nothing_to_check  # noqa: F401 (re-exported)
+from cgguard.static.prefilter import might_match
 from cgguard.static.edits import build_fix
 from cgguard.static.findings import Finding
 from cgguard.static.flow import MAX, ClassFacts, Hit, ScopeFlow
