@@ -7,7 +7,7 @@ import sys
 import click
 
 from cgguard import __version__
-from cgguard.static.formats import FORMATS
+from cgguard.static.workflow.formats import FORMATS
 
 
 # Commands that live in other modules, imported only when used (start-up time
@@ -15,7 +15,7 @@ from cgguard.static.formats import FORMATS
 LAZY_COMMANDS = {
     "doctor": "cgguard.ops.doctor_cli:doctor",
     "estimate": "cgguard.ops.estimate_cli:estimate",
-    "config": "cgguard.static.config_cli:config",
+    "config": "cgguard.static.workflow.config_cli:config",
 }
 
 
@@ -89,7 +89,7 @@ def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = N
             click.echo(_printable(f"{r.error.path}: error: {r.error.reason}"), err=True)
             if _VERBOSE["on"] and getattr(r, "traceback", None):
                 click.echo(r.traceback.rstrip("\n"), err=True)
-    from cgguard.static.formats import MACHINE_FORMATS, Sources, render, summary
+    from cgguard.static.workflow.formats import MACHINE_FORMATS, Sources, render, summary
 
     document = _printable(render(run, fmt, fixing=fixing, sources=sources or Sources()))
     if output_file is not None:
@@ -129,7 +129,7 @@ def _run_options(command):
 
 def _settings(paths, config_file, isolated, stdin_filename, **overrides):
     """Resolved settings, or exit 2 with one line naming the file and key."""
-    from cgguard.static.config import ConfigError, resolve, with_overrides
+    from cgguard.static.workflow.config import ConfigError, resolve, with_overrides
 
     if "-" in paths and len(paths) > 1:
         click.echo("cgguard: error: `-` (standard input) cannot be combined with other paths", err=True)
@@ -149,10 +149,10 @@ def _stdin(stdin_filename, settings):
     The Source is None when the input cannot be decoded (the run then holds the
     error) or when --force-exclude skips its --stdin-filename.
     """
-    from cgguard.static import sourcefile
-    from cgguard.static.discovery import force_excluded
-    from cgguard.static.findings import FileError
-    from cgguard.static.run import FileResult, RunResult
+    from cgguard.static.driver import sourcefile
+    from cgguard.static.workflow.discovery import force_excluded
+    from cgguard.static.driver.findings import FileError
+    from cgguard.static.driver.run import FileResult, RunResult
 
     name = stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -170,9 +170,9 @@ def _stdin(stdin_filename, settings):
 @_run_options
 def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename) -> None:
     """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input)."""
-    from cgguard.static.formats import Sources
-    from cgguard.static.run import check_paths, check_text
-    from cgguard.static.selection import make_filter
+    from cgguard.static.workflow.formats import Sources
+    from cgguard.static.driver.run import check_paths, check_text
+    from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
     settings = _settings(paths, config_file, isolated, stdin_filename, force_exclude=force_exclude)
@@ -199,9 +199,9 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
     `cgguard fix -` reads standard input and writes the fixed source to standard
     output (the report goes to standard error).
     """
-    from cgguard.static.formats import Sources
-    from cgguard.static.run import fix_paths
-    from cgguard.static.selection import make_filter
+    from cgguard.static.workflow.formats import Sources
+    from cgguard.static.driver.run import fix_paths
+    from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
     settings = _settings(paths, config_file, isolated, stdin_filename,
@@ -222,9 +222,9 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
 
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
     """`cgguard fix -`: the fixed source (or, with --diff, the diff) on standard output."""
-    from cgguard.static import sourcefile
-    from cgguard.static.formats import Sources
-    from cgguard.static.run import fix_source_text
+    from cgguard.static.driver import sourcefile
+    from cgguard.static.workflow.formats import Sources
+    from cgguard.static.driver.run import fix_source_text
 
     name, source, data, run = _stdin(stdin_filename, settings)
     out = b"" if diff else data  # unless a fix changes it, the input comes back out whole
@@ -248,7 +248,7 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
 @click.argument("code", required=False)
 def rule(code: str | None) -> None:
     """Print a rule's documentation (all rules' summaries without CODE)."""
-    from cgguard.static.ruledocs import all_rules, get_rule
+    from cgguard.static.workflow.ruledocs import all_rules, get_rule
 
     if code is None:
         for r in all_rules():

@@ -16,8 +16,8 @@ from cgguard.ops.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status
 from cgguard.ops.installed import InstalledVllm, find_installed_vllm
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
-from cgguard.static.findings import FileError, Finding
-from cgguard.static.run import check_paths
+from cgguard.static.driver.findings import FileError, Finding
+from cgguard.static.driver.run import check_paths
 
 AFFECTING_CODE = "CGG001"  # per-token block count; CGG002 (max()) is a review note
 

@@ -1,5 +1,11 @@
 """The static half: rules CGG001/CGG002 over Python source, and their fixes.
 
-Never imports vLLM, torch or libcst. Entry points: :func:`cgguard.static.scan.check_source`
-(one source text) and :mod:`cgguard.static.run` (paths).
+Never imports vLLM or torch. Three places:
+
+- ``rules/``    the rules' analysis and fixes (what is a finding);
+- ``driver/``   what gets parsed and how fast: prefilter, cutting, parallel map, safe writes;
+- ``workflow/`` what users configure and see: config, discovery, suppressions, formats, docs.
+
+Entry points: :func:`cgguard.static.driver.scan.check_source` (one source text) and
+:mod:`cgguard.static.driver.run` (paths).
 """

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.static import run as static_run
-from cgguard.static import sourcefile
-from cgguard.static import scan
-from cgguard.static.sourcetext import SourceText
-from cgguard.static.findings import Finding
-from cgguard.static.scan import check_source, might_match
+from cgguard.static.driver import run as static_run
+from cgguard.static.driver import sourcefile
+from cgguard.static.driver import scan
+from cgguard.static.driver.sourcetext import SourceText
+from cgguard.static.driver.findings import Finding
+from cgguard.static.driver.scan import check_source, might_match
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 
 RUNNER_REL = Path("v1") / "worker" / "gpu_model_runner.py"

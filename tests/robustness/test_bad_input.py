@@ -223,7 +223,7 @@ def test_internal_error_in_one_file_is_one_line_and_verbose_shows_the_traceback(
     injection reaches it; everything else is the real code."""
     from click.testing import CliRunner
 
-    import cgguard.static.scan as scan_module
+    import cgguard.static.driver.scan as scan_module
     from cgguard.cli import main
 
     real_check = scan_module.check_source
@@ -302,7 +302,7 @@ def test_internal_error_outside_any_file_is_one_line(tmp_path, monkeypatch):
     """Injected, as above: discovery itself fails (a bug), so no file can be named."""
     from click.testing import CliRunner
 
-    import cgguard.static.run as run_module
+    import cgguard.static.driver.run as run_module
     from cgguard.cli import main
 
     def broken(*args, **kwargs):

@@ -8,7 +8,7 @@ timeout turns a return of that into a failure instead of a stuck run.
 
 from __future__ import annotations
 
-from cgguard.static.run import fix_source_text
+from cgguard.static.driver.run import fix_source_text
 from tests.robustness.conftest import cgguard
 
 

@@ -11,7 +11,7 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cgguard.static.run import fix_source_text
+from cgguard.static.driver.run import fix_source_text
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -175,8 +175,8 @@ def _common_affixes_cover_all_but_the_count(before: str, after: str) -> bool:
 
 # ---- the fixer's span bookkeeping against its plain definition -------------------
 
-from cgguard.static import fixer  # noqa: E402
-from cgguard.static.findings import SAFE, Finding, Fix, TextEdit  # noqa: E402
+from cgguard.static.driver import fixer  # noqa: E402
+from cgguard.static.driver.findings import SAFE, Finding, Fix, TextEdit  # noqa: E402
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.static.ruledocs import all_rules
+from cgguard.static.workflow.ruledocs import all_rules
 from tests.robustness.conftest import assert_no_traceback, cgguard
 
 _LEADING_SPACES = re.compile(r"^((?:    )+)", re.MULTILINE)

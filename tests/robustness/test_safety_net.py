@@ -15,9 +15,9 @@ import stat
 
 import pytest
 
-from cgguard.static import fixer, sourcefile
-from cgguard.static.findings import SAFE, Finding, Fix, TextEdit
-from cgguard.static.run import fix_file, fix_paths, fix_source_text
+from cgguard.static.driver import fixer, sourcefile
+from cgguard.static.driver.findings import SAFE, Finding, Fix, TextEdit
+from cgguard.static.driver.run import fix_file, fix_paths, fix_source_text
 from tests.robustness.conftest import BUGGY, CLEAN, FIXED
 
 

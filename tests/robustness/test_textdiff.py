@@ -10,8 +10,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cgguard.static.run import fix_source_text
-from cgguard.static.textdiff import unified_diff
+from cgguard.static.driver.run import fix_source_text
+from cgguard.static.workflow.textdiff import unified_diff
 
 _HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 
 from cgguard.shared.bound import bound_source, profiling_block_bound
-from cgguard.static.findings import DISPLAY_ONLY, UNSAFE
-from cgguard.static.ruledocs import get_rule
-from cgguard.static.run import fix_source_text
-from cgguard.static.scan import check_source
+from cgguard.static.driver.findings import DISPLAY_ONLY, UNSAFE
+from cgguard.static.workflow.ruledocs import get_rule
+from cgguard.static.driver.run import fix_source_text
+from cgguard.static.driver.scan import check_source
 
 
 def _case(code: str, name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from cgguard.static import parallel
+from cgguard.static.driver import parallel
 
 
 def test_results_come_back_in_order_from_both_processes():

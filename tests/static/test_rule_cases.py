@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.static.findings import SAFE
-from cgguard.static.run import fix_source_text
-from cgguard.static.ruledocs import all_rules
-from cgguard.static.scan import check_source
+from cgguard.static.driver.findings import SAFE
+from cgguard.static.driver.run import fix_source_text
+from cgguard.static.workflow.ruledocs import all_rules
+from cgguard.static.driver.scan import check_source
 
 _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 

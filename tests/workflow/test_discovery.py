@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 
-from cgguard.static.config import Settings
-from cgguard.static.discovery import discover
+from cgguard.static.workflow.config import Settings
+from cgguard.static.workflow.discovery import discover
 from tests.conftest import run_cgguard
 from tests.workflow.conftest import CGG001_SOURCE, GIT_ENV, finding_paths, git, git_env, git_init, write
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from cgguard.static.findings import SAFE, Finding
+from cgguard.static.driver.findings import SAFE, Finding
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -61,7 +61,7 @@ class Sources:
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:
-            from cgguard.static import sourcefile
+            from cgguard.static.driver import sourcefile
 
             try:
                 self._texts[path] = sourcefile.decode(sourcefile.read_bytes(path)).text
@@ -70,7 +70,7 @@ class Sources:
         return self._texts[path]
 
     def lines(self, path: str) -> list[str]:
-        from cgguard.static.scan import split_lines
+        from cgguard.static.driver.scan import split_lines
 
         text = self.text(path)
         return split_lines(text) if text is not None else []
@@ -137,7 +137,7 @@ def _full(f: Finding, sources: Sources) -> str:
 def _fix_diff(f: Finding, sources: Sources) -> list[str]:
     import difflib
 
-    from cgguard.static.fixer import apply_edits
+    from cgguard.static.driver.fixer import apply_edits
 
     text = sources.text(f.path)
     if text is None:
@@ -243,7 +243,7 @@ def sarif(run, findings: list[Finding], sources: Sources) -> dict:
 
 
 def _sarif_rules(codes_seen: set[str]) -> list[dict]:
-    from cgguard.static.ruledocs import all_rules
+    from cgguard.static.workflow.ruledocs import all_rules
 
     try:
         docs = all_rules()
@@ -273,7 +273,7 @@ def _artifact(path: str) -> dict:
 
     if path == "-":
         return {"uri": "stdin"}
-    from cgguard.static.globs import relative_to_root
+    from cgguard.static.workflow.globs import relative_to_root
 
     rel = relative_to_root(path, os.getcwd())
     if not os.path.isabs(rel):

@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
-from cgguard.static.findings import SAFE, UNSAFE, Finding, TextEdit
+from cgguard.static.driver.findings import SAFE, UNSAFE, Finding, TextEdit
 
 # Each round fixes every non-overlapping finding at once, so one round is the
 # norm; overlapping fixes (a count nested in another) need one more round each.

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator
 
-from cgguard.static.config import Settings
-from cgguard.static.findings import FileError
-from cgguard.static.globs import (
+from cgguard.static.workflow.config import Settings
+from cgguard.static.driver.findings import FileError
+from cgguard.static.workflow.globs import (
     IgnoreRule,
     PathGlobs,
     gitignored,

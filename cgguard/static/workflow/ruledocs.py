@@ -29,7 +29,7 @@ class RuleDoc:
 
 
 def rules_dir() -> Path:
-    here = Path(__file__).resolve().parent.parent  # the cgguard package
+    here = Path(__file__).resolve().parents[2]  # the cgguard package
     packaged = here / "_rules"
     if packaged.is_dir():
         return packaged

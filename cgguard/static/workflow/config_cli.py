@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from cgguard.static.config import DEFAULTS_ORIGIN, KEYS, ConfigError, Settings, resolve
+from cgguard.static.workflow.config import DEFAULTS_ORIGIN, KEYS, ConfigError, Settings, resolve
 
 
 def _toml_value(key: str, value) -> str:

@@ -19,9 +19,9 @@ import ast
 import re
 
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
-from cgguard.static.findings import DISPLAY_ONLY, SAFE, UNSAFE, Fix, TextEdit
-from cgguard.static.flow import MAX, Hit
-from cgguard.static.sourcetext import SourceText, char_col
+from cgguard.static.driver.findings import DISPLAY_ONLY, SAFE, UNSAFE, Fix, TextEdit
+from cgguard.static.rules.flow import MAX, Hit
+from cgguard.static.driver.sourcetext import SourceText, char_col
 
 MAX_LINE = 88
 REQUEST_PLACEHOLDER = "<request count>"

@@ -4,7 +4,7 @@ A *scope* is a function body, a class body or the module body, without the scope
 nested in it. Statements are walked in order; every local name or attribute chain
 assigned in the scope remembers whether its value derives from a capture size
 (a :class:`Taint`). When a tainted value reaches a block-count sink (see
-:mod:`cgguard.static.vocabulary`), a :class:`Hit` is recorded at the place the
+:mod:`cgguard.static.rules.vocabulary`), a :class:`Hit` is recorded at the place the
 value *becomes* the count, with what the fix would wrap.
 
 The walk is deliberately simple (no branches merged, no fixed point): block
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from cgguard.static import vocabulary as vocab
+from cgguard.static.rules import vocabulary as vocab
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
 # passed through max(<capture size>, ...) (CGG002).

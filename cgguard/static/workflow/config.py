@@ -168,7 +168,7 @@ def settings_from_table(table: dict, where: str, *, source: str | None, root: st
 
 
 def _known_codes() -> tuple[str, ...]:
-    from cgguard.static.ruledocs import all_rules
+    from cgguard.static.workflow.ruledocs import all_rules
 
     try:
         return tuple(r.code for r in all_rules())

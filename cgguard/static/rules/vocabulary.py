@@ -3,7 +3,7 @@
 Everything here comes from the field notes (section 3). Sources count *tokens*,
 sinks count *blocks* (one per sequence is enough), request counts bound one by
 the other. Keep this module free of logic beyond matching names, so the prefilter
-in :mod:`cgguard.static.prefilter` can rely on its substrings.
+in :mod:`cgguard.static.driver.prefilter` can rely on its substrings.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ CAPTURE_SIZE_ATTRS = frozenset({"max_cudagraph_capture_size", "max_capture_size"
 # Sorted lists of capture sizes; ``[-1]`` or ``max(...)`` of them is the largest.
 CAPTURE_LIST_NAMES = frozenset({"cudagraph_batch_sizes", "cudagraph_capture_sizes"})
 
-# Every source above contains one of the substrings in cgguard.static.prefilter.NEEDLES:
+# Every source above contains one of the substrings in cgguard.static.driver.prefilter.NEEDLES:
 # keep them in step when adding a source, or the prefilter will skip its files.
 
 # Names of request (sequence) counts: ``self.max_num_reqs``, ``scheduler_config.max_num_seqs``...

@@ -10,11 +10,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from cgguard.static import sourcefile
-from cgguard.static.discovery import discover
-from cgguard.static.findings import FileError, Finding
-from cgguard.static.fixer import fix_text
-from cgguard.static.prefilter import has_needle, nothing_to_check
+from cgguard.static.driver import sourcefile
+from cgguard.static.workflow.discovery import discover
+from cgguard.static.driver.findings import FileError, Finding
+from cgguard.static.driver.fixer import fix_text
+from cgguard.static.driver.prefilter import has_needle, nothing_to_check
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -57,7 +57,7 @@ class RunResult:
 
 
 def iter_python_files(paths: Iterable[str], settings=None) -> Iterator[tuple[str, FileError | None]]:
-    """Files to check (see :mod:`cgguard.static.discovery`); ``settings`` is a config.Settings."""
+    """Files to check (see :mod:`cgguard.static.workflow.discovery`); ``settings`` is a config.Settings."""
     return discover(paths, settings)
 
 
@@ -73,7 +73,7 @@ def _checker(path: str, finding_filter: FindingFilter | None):
 
 def _quiet_check(text: str, path: str) -> list[Finding]:
     # Imported here: a run whose files all pass the prefilter never loads the parser side.
-    from cgguard.static.scan import check_source, might_match
+    from cgguard.static.driver.scan import check_source, might_match
 
     if not might_match(text):
         return []
@@ -130,7 +130,7 @@ def fix_source_text(
     if outcome.error:
         result.error = FileError(path, outcome.error)
     if result.changed:
-        from cgguard.static.textdiff import unified_diff
+        from cgguard.static.workflow.textdiff import unified_diff
 
         result.diff = "".join(
             unified_diff(
@@ -205,7 +205,7 @@ def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
 def check_paths(
     paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
 ) -> RunResult:
-    from cgguard.static.parallel import map_files
+    from cgguard.static.driver.parallel import map_files
 
     def work(item: tuple[str, FileError | None]) -> FileResult:
         path, error = item

@@ -17,13 +17,13 @@ import re
 from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
-from cgguard.static.prefilter import TEXT_NEEDLES as _NEEDLES
-from cgguard.static.prefilter import might_match
-from cgguard.static.edits import build_fix
-from cgguard.static.findings import Finding
-from cgguard.static.flow import MAX, ClassFacts, Hit, ScopeFlow
-from cgguard.static.messages import message_for
-from cgguard.static.sourcetext import SourceText
+from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
+from cgguard.static.driver.prefilter import might_match
+from cgguard.static.rules.edits import build_fix
+from cgguard.static.driver.findings import Finding
+from cgguard.static.rules.flow import MAX, ClassFacts, Hit, ScopeFlow
+from cgguard.static.rules.messages import message_for
+from cgguard.static.driver.sourcetext import SourceText
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cgguard.static.config import Settings
-from cgguard.static.findings import Finding
-from cgguard.static.globs import PathGlobs, relative_to_root
-from cgguard.static.suppressions import filter_suppressed
+from cgguard.static.workflow.config import Settings
+from cgguard.static.driver.findings import Finding
+from cgguard.static.workflow.globs import PathGlobs, relative_to_root
+from cgguard.static.workflow.suppressions import filter_suppressed
 
 
 def make_filter(settings: Settings):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cgguard.static.edits import REQUEST_PLACEHOLDER, _one_line, _segment, shorten
-from cgguard.static.flow import Hit
+from cgguard.static.rules.edits import REQUEST_PLACEHOLDER, _one_line, _segment, shorten
+from cgguard.static.rules.flow import Hit
 
 
 def message_for(code: str, hit: Hit, lines: list[str], offset: int, bound: str) -> str:

@@ -1,0 +1,3 @@
+"""The workflow around the rules: configuration, file discovery, suppressions,
+selection, output formats, rule documentation and diffs.
+"""
