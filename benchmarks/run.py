@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-# Each rule's documented example cases: rules/<CODE>/cases/{flagged,silent}/*.py.
+# Each rule's documented example cases: rules/<CODE>/cases/{flagged,silent}/*.pycase.
 RULE_CASES = HERE.parent / "rules"
 RULES = HERE / "rules"
 DEFAULT_WORK = HERE / ".work"
@@ -599,7 +599,7 @@ def check_rule_cases(rows: list[Row], work: Path) -> str:
     Shows whether the semgrep and Fixit rules really are equivalent to cgguard's
     (the speed comparison is only fair if they are), and what grep's literal misses.
     """
-    cases = sorted(p for p in RULE_CASES.glob("*/cases/*/*.py") if not p.name.endswith(".fixed.py"))
+    cases = sorted(p for p in RULE_CASES.glob("*/cases/*/*.pycase") if not p.name.endswith(".fixed.pycase"))
     if not cases:
         return f"\nNo rule cases found under {RULE_CASES}: the findings comparison was not run.\n"
     dest = work / "cases"
@@ -608,7 +608,7 @@ def check_rule_cases(rows: list[Row], work: Path) -> str:
     expected: dict[str, str] = {}
     for p in cases:
         code, kind = p.parts[-4], p.parts[-2]
-        name = f"{code}_{kind}_{p.name}"
+        name = f"{code}_{kind}_{p.name.removesuffix('.pycase')}.py"
         shutil.copyfile(p, dest / name)
         expected[name] = kind
     per_tool: dict[str, dict[str, int]] = {}

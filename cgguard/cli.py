@@ -259,3 +259,10 @@ def rule(code: str | None) -> None:
         click.echo(f"cgguard: error: unknown rule {code!r}", err=True)
         sys.exit(2)
     click.echo(f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False)
+    cases = doc.cases()
+    if cases:
+        # The examples the tests are generated from: Python source under a `.pycase` suffix.
+        click.echo(f"\n## Cases ({len(cases)}, in {doc.folder / 'cases'})\n")
+        for case in cases:
+            fixed = f" -> {case.fixed_path.name}" if case.fixed_path else ""
+            click.echo(f"- {case.kind}/{case.path.name}{fixed}")

@@ -1,5 +1,5 @@
 """Every example case in rules/ fixed in other clothes: CRLF, tabs, a UTF-8 BOM, a
-latin-1 coding cookie. The result must be the case's expected fix (`*.fixed.py`, or
+latin-1 coding cookie. The result must be the case's expected fix (`*.fixed.pycase`, or
 the file itself when nothing is fixed) dressed the same way, byte for byte, and a
 second run must change nothing.
 """
@@ -34,11 +34,8 @@ def _cases() -> list[tuple[Path, Path]]:
     """(case, expected text's file) for every case file of every rule."""
     out = []
     for rule in all_rules():
-        for path in sorted((rule.folder / "cases").glob("*/*.py")):
-            if path.name.endswith(".fixed.py"):
-                continue
-            fixed = path.with_name(path.stem + ".fixed.py")
-            out.append((path, fixed if fixed.exists() else path))
+        for case in rule.cases():
+            out.append((case.path, case.fixed_path or case.path))
     return out
 
 
@@ -52,7 +49,7 @@ def test_rule_cases_fix_the_same_in_every_format(tmp_path, name):
         text = case.read_text()
         if name.startswith("latin-1") and not text.isascii():
             continue  # latin-1 cannot hold it
-        target = tmp_path / case.parent.name / case.name
+        target = tmp_path / case.parent.name / (case.name.removesuffix(".pycase") + ".py")
         target.parent.mkdir(exist_ok=True)
         target.write_bytes(transform(text))
         expected[target] = transform(fixed.read_text())

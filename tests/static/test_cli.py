@@ -90,6 +90,9 @@ def test_rule_prints_the_documentation_from_rules():
     page = (REPO / "rules" / "CGG001" / "rule.md").read_text().split("\n---\n", 1)[1].strip()
     assert page in result.stdout
     assert run_cgguard("rule", "CGG999").returncode == 2
+    # Every example case is listed, with its expected fix.
+    assert "- flagged/v025_runner.pycase -> v025_runner.fixed.pycase" in result.stdout
+    assert "- silent/per_token_buffers.pycase" in result.stdout
 
 
 def test_rule_documentation_works_from_a_non_editable_install(tmp_path):
@@ -107,3 +110,10 @@ def test_rule_documentation_works_from_a_non_editable_install(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith(str(target))
     assert "## Fix safety" in result.stdout
+    assert "- flagged/max_with_request_count.pycase" in result.stdout
+    # The deliberately buggy cases travel as data, never as Python files: checking the
+    # installed package (as a venv-wide check would) finds nothing in cgguard itself.
+    assert (target / "cgguard" / "_rules" / "CGG001" / "cases" / "flagged" / "v025_runner.pycase").is_file()
+    assert not list((target / "cgguard" / "_rules").rglob("*.py"))
+    own = run_cgguard("check", "--isolated", str(target / "cgguard"), cwd=tmp_path)
+    assert own.returncode == 0, own.stdout + own.stderr

@@ -12,7 +12,8 @@ from cgguard.static.driver.scan import check_source
 
 
 def _case(code: str, name: str) -> str:
-    return (get_rule(code).folder / "cases" / "flagged" / name).read_text()
+    (case,) = [c for c in get_rule(code).cases("flagged") if c.name == name.removesuffix(".py")]
+    return case.source()
 
 
 def test_no_request_count_in_scope_says_which_expression_to_use():

@@ -10,7 +10,7 @@ import pytest
 
 from cgguard.static.driver.findings import SAFE
 from cgguard.static.driver.run import fix_source_text
-from cgguard.static.workflow.ruledocs import all_rules
+from cgguard.static.workflow.ruledocs import RuleCase, all_rules
 from cgguard.static.driver.scan import check_source
 
 _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
@@ -18,10 +18,8 @@ _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 
 def _cases(kind: str):
     for rule in all_rules():
-        folder = rule.folder / "cases" / kind
-        for path in sorted(folder.glob("*.py")):
-            if not path.name.endswith(".fixed.py"):
-                yield pytest.param(rule.code, path, id=f"{rule.code}/{kind}/{path.stem}")
+        for case in rule.cases(kind):
+            yield pytest.param(case, id=case.id)
 
 
 def _expected(text: str) -> list[tuple[int, str]]:
@@ -39,13 +37,13 @@ def test_every_rule_has_cases_and_docs():
     for rule in rules:
         for heading in ("## What it does", "## Why is this bad?", "## Example", "## Fix safety"):
             assert heading in rule.body, (rule.code, heading)
-        assert list((rule.folder / "cases" / "flagged").glob("*.py")), rule.code
-        assert list((rule.folder / "cases" / "silent").glob("*.py")), rule.code
+        assert rule.cases("flagged"), rule.code
+        assert rule.cases("silent"), rule.code
 
 
-@pytest.mark.parametrize("code, path", list(_cases("flagged")))
-def test_flagged_case(code: str, path: Path):
-    text = path.read_text()
+@pytest.mark.parametrize("case", list(_cases("flagged")))
+def test_flagged_case(case: RuleCase):
+    code, path, text = case.code, case.path, case.source()
     expected = _expected(text)
     assert expected, f"{path} marks no line with '# expect: {code}'"
     found = check_source(text, str(path))
@@ -53,11 +51,10 @@ def test_flagged_case(code: str, path: Path):
     # The optimised path and the full parse agree.
     assert check_source(text, str(path), fast=False) == found
 
-    fixed_path = path.with_name(path.stem + ".fixed.py")
     result = fix_source_text(text, str(path))
     assert result.error is None
-    if fixed_path.exists():
-        assert result.new_text == fixed_path.read_text()
+    if case.fixed_path is not None:
+        assert result.new_text == case.expected_fix()
         ast.parse(result.new_text)
         # What was fixed is gone; a second run changes nothing.
         remaining = check_source(result.new_text, str(path))
@@ -69,9 +66,9 @@ def test_flagged_case(code: str, path: Path):
         assert all(f.fix is None or f.fix.applicability != SAFE for f in found)
 
 
-@pytest.mark.parametrize("code, path", list(_cases("silent")))
-def test_silent_case(code: str, path: Path):
-    text = path.read_text()
+@pytest.mark.parametrize("case", list(_cases("silent")))
+def test_silent_case(case: RuleCase):
+    path, text = case.path, case.source()
     assert check_source(text, str(path)) == []
     assert check_source(text, str(path), fast=False) == []
     assert fix_source_text(text, str(path)).new_text == text

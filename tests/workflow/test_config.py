@@ -168,8 +168,6 @@ def test_this_repository_excludes_its_deliberate_examples_unless_named():
     assert result.returncode in (0, 1), result.stderr
     flagged = finding_paths(result.stdout)
     assert not [p for p in flagged if p.startswith(("examples/", "rules/"))], flagged
-    cases = run_cgguard("check", "rules/CGG001/cases/flagged", cwd=REPO)
-    assert cases.returncode == 1 and finding_paths(cases.stdout)
     example = run_cgguard("check", "examples/fork_runner", cwd=REPO)
     assert example.returncode == 1
     assert finding_paths(example.stdout) == ["examples/fork_runner/myfork/worker/model_runner.py"]

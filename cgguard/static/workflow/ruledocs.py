@@ -3,9 +3,15 @@
 ``rules/<CODE>/rule.md`` starts with a small front matter block (``key: value``
 lines between ``---`` fences: code, name, summary, fix) followed by the page
 (What it does / Why is this bad? / Example / Fix safety). ``rules/<CODE>/cases/``
-holds ``flagged/*.py`` (lines marked ``# expect: CODE``), their expected fixes
-``flagged/*.fixed.py`` (absent when the fix must change nothing), and
-``silent/*.py``. The tool, the docs and the tests all read these files.
+holds ``flagged/*.pycase`` (lines marked ``# expect: CODE``), their expected fixes
+``flagged/*.fixed.pycase`` (absent when the fix must change nothing), and
+``silent/*.pycase``. The tool, the docs and the tests all read these files,
+through :meth:`RuleDoc.cases` only.
+
+Cases are Python source stored under the ``.pycase`` suffix on purpose: many are
+deliberately buggy, and a ``.py`` suffix would make them part of every installed
+environment's Python files (a linter run over a virtual environment would report
+cgguard's own examples).
 
 Installed wheels carry the folder as ``cgguard/_rules``; a source checkout reads
 ``rules/`` beside the package.
@@ -18,6 +24,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+CASE_SUFFIX = ".pycase"
+FIXED_SUFFIX = ".fixed" + CASE_SUFFIX
+CASE_KINDS = ("flagged", "silent")
+
+
+@dataclass(frozen=True)
+class RuleCase:
+    """One example case: Python source the rule must flag (with its expected fix) or leave alone."""
+
+    code: str
+    kind: str  # "flagged" or "silent"
+    name: str  # file name without the suffix
+    path: Path
+    fixed_path: Path | None  # the expected fix; None when the fix must change nothing
+
+    @property
+    def id(self) -> str:
+        return f"{self.code}/{self.kind}/{self.name}"
+
+    def source(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    def expected_fix(self) -> str:
+        """The text ``cgguard fix`` must produce (the source itself when nothing changes)."""
+        return (self.fixed_path or self.path).read_text(encoding="utf-8")
+
+
 @dataclass(frozen=True)
 class RuleDoc:
     code: str
@@ -26,6 +59,22 @@ class RuleDoc:
     fix: str  # safe | unsafe | display-only | none
     body: str  # the markdown page
     folder: Path
+
+    def cases(self, kind: str | None = None) -> list[RuleCase]:
+        """The rule's example cases, of one kind or all, sorted by kind then name."""
+        out = []
+        for k in CASE_KINDS if kind is None else (kind,):
+            folder = self.folder / "cases" / k
+            if not folder.is_dir():
+                continue
+            for path in sorted(folder.iterdir()):
+                name = path.name
+                if not name.endswith(CASE_SUFFIX) or name.endswith(FIXED_SUFFIX):
+                    continue
+                stem = name[: -len(CASE_SUFFIX)]
+                fixed = folder / (stem + FIXED_SUFFIX)
+                out.append(RuleCase(self.code, k, stem, path, fixed if fixed.is_file() else None))
+        return out
 
 
 def rules_dir() -> Path:
@@ -56,6 +105,7 @@ def _parse(folder: Path) -> RuleDoc:
         body=body.strip() + "\n",
         folder=folder,
     )
+
 
 
 def all_rules() -> list[RuleDoc]:
