@@ -1,9 +1,13 @@
 """The guard against real vLLM (CPU build) with a tiny dummy Llama, in one process.
 
 The CPU worker never profiles CUDA-graph memory, so each test calls the live
-runner's own ``_init_minimal_kv_cache_for_profiling`` (upstream's, or a fork's
-copy with the pre-fix line) after setting the capture size to 512, then puts
-the real KV cache back (see ``profiling_cache``).
+runner's own ``_init_minimal_kv_cache_for_profiling`` (the installed release's,
+or a fork's copy with the pre-fix line) after setting the capture size to 512,
+then puts the real KV cache back (see ``profiling_cache``).
+
+The suite runs on each release in ``conftest.RELEASES``: on the affected ones
+(0.18.0, 0.25.0) the release's own method, not overridden, asks for 512 blocks
+and the guard must act on it; on a fixed one (0.32.0) it asks for the bound.
 """
 
 from __future__ import annotations
@@ -16,17 +20,21 @@ import pytest
 from cgguard.runtime import GuardViolation, hooked_targets, install, uninstall
 from cgguard.runtime.state import STATE
 from tests.runtime.conftest import (
+    BOUND,
     CAPTURE_SIZE,
     LLM_KWARGS,
     MAX_NUM_SEQS,
+    RELEASE,
+    VLLM_RELEASE,
     allocated_kv,
+    block_bytes,
     kv_tensors_exist,
     profiling_cache,
     read_report,
 )
-from tests.runtime.forks import make_fork_runner
+from tests.runtime.forks import make_fork_runner, release_is_per_token
 
-BOUND = MAX_NUM_SEQS  # min(4, 512) or 1
+RELEASE_METHOD = "vllm.v1.worker.gpu_model_runner.GPUModelRunner._init_minimal_kv_cache_for_profiling"
 
 
 @pytest.fixture(scope="module")
@@ -91,35 +99,140 @@ def checks(report) -> list[dict]:
 
 
 def test_entry_point_enabled_the_guard_in_the_engine_process(engine):
-    _, _, report = engine
+    _, runner, report = engine
     installed = [e for e in read_report(report) if e["event"] == "installed"]
     assert installed and installed[0]["active"] is True and installed[0]["mode"] == "warn"
+    assert installed[0]["vllm_version"] == VLLM_RELEASE
     assert "vllm.v1.worker.gpu_model_runner.GPUModelRunner.initialize_kv_cache" in installed[0]["targets"]
-    # The CPU runner was imported after the plugin loaded: wrapped via __init_subclass__.
-    assert "vllm.v1.worker.cpu_model_runner.CPUModelRunner.initialize_kv_cache" in hooked_targets()
+    assert RELEASE_METHOD in installed[0]["targets"]
+    # The CPU runner was imported after the plugin loaded: the hook methods it
+    # defines itself (0.25.0+: initialize_kv_cache; 0.18.0: none) are wrapped via
+    # __init_subclass__.
+    from vllm.v1.worker.cpu_model_runner import CPUModelRunner
+
+    assert type(runner) is CPUModelRunner
+    own = [n for n in ("initialize_kv_cache", "_init_minimal_kv_cache_for_profiling", "profile_cudagraph_memory")
+           if n in vars(CPUModelRunner)]
+    assert ("initialize_kv_cache" in own) is RELEASE.is_profiling_keyword
+    cpu_targets = sorted(t for t in hooked_targets() if t.startswith("vllm.v1.worker.cpu_model_runner."))
+    assert cpu_targets == sorted(f"vllm.v1.worker.cpu_model_runner.CPUModelRunner.{n}" for n in own)
 
 
-def test_upstream_method_passes_in_raise_mode(engine, guard):
+def test_release_signature_is_the_one_the_tests_expect(engine):
+    """0.18.0's initialize_kv_cache has no is_profiling; the guard must not need it."""
+    import inspect
+
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    original = vars(GPUModelRunner)["initialize_kv_cache"].__cgguard_original__
+    assert ("is_profiling" in inspect.signature(original).parameters) is RELEASE.is_profiling_keyword
+    assert release_is_per_token() is RELEASE.affected
+
+
+def test_release_own_method_in_raise_mode(engine, guard):
+    """The release's own _init_minimal_kv_cache_for_profiling, not overridden."""
     _, runner, _ = engine
     report = guard("raise")
-    assert upstream_profiling_kv(runner) == (BOUND, BOUND * 131_072)
+    with profiling_cache(runner):
+        if RELEASE.affected:
+            with pytest.raises(GuardViolation) as info:
+                runner._init_minimal_kv_cache_for_profiling()
+            # Stopped before the release's initialize_kv_cache ran at all: it
+            # sets kv_cache_config first and allocates the tensors after.
+            assert not kv_tensors_exist(runner)
+            assert not hasattr(runner, "kv_cache_config")
+            message = str(info.value)
+            for fact in (f"{CAPTURE_SIZE} blocks", f"{BOUND} blocks", f"(vLLM {VLLM_RELEASE})",
+                         f"{CAPTURE_SIZE * block_bytes(runner):,} bytes", f"{BOUND * block_bytes(runner):,} bytes"):
+                assert fact in message
+        else:
+            runner._init_minimal_kv_cache_for_profiling()
+            assert allocated_kv(runner) == (BOUND, BOUND * block_bytes(runner))
     [event] = checks(report)
-    assert event["action"] == "ok"
-    assert event["via"] == "vllm.v1.worker.gpu_model_runner.GPUModelRunner._init_minimal_kv_cache_for_profiling"
-    assert (event["requested_blocks"], event["bound_blocks"]) == (BOUND, BOUND)
+    assert event["action"] == ("raised" if RELEASE.affected else "ok")
+    assert event["vllm_version"] == VLLM_RELEASE
+    assert event["via"] == RELEASE_METHOD
+    assert event["requested_blocks"] == (CAPTURE_SIZE if RELEASE.affected else BOUND)
+    assert event["requested_bytes"] == event["requested_blocks"] * block_bytes(runner)
+    assert (event["bound_blocks"], event["bound_bytes"]) == (BOUND, BOUND * block_bytes(runner))
     assert (event["max_num_reqs"], event["max_cudagraph_capture_size"]) == (MAX_NUM_SEQS, CAPTURE_SIZE)
+
+
+def test_release_own_method_in_fix_mode_builds_the_bound_and_generates(engine, guard, monkeypatch, guard_log):
+    llm, runner, _ = engine
+    report = guard("fix")
+    from vllm.v1.core import kv_cache_utils
+
+    # A spy on vLLM's configuration builder (it still builds): which block
+    # override each configuration was built with, and how many blocks it got.
+    builds: list[tuple[int | None, int]] = []
+    real_builder = kv_cache_utils.get_kv_cache_config_from_groups
+
+    def recording_builder(vllm_config, *args, **kwargs):
+        built = real_builder(vllm_config, *args, **kwargs)
+        builds.append((vllm_config.cache_config.num_gpu_blocks_override, built.num_blocks))
+        return built
+
+    monkeypatch.setattr(kv_cache_utils, "get_kv_cache_config_from_groups", recording_builder)
+    with profiling_cache(runner):
+        runner._init_minimal_kv_cache_for_profiling()
+        assert allocated_kv(runner) == (BOUND, BOUND * block_bytes(runner))
+        assert runner.cache_config.num_gpu_blocks == BOUND
+        assert runner.cache_config.num_gpu_blocks_override is None
+    if RELEASE.affected:
+        # The release built its per-token configuration, then the guard had the
+        # same builder build the bounded one, which is what was allocated.
+        assert builds == [(CAPTURE_SIZE, CAPTURE_SIZE), (BOUND, BOUND)]
+        [event] = checks(report)
+        assert event["action"] == "fixed"
+        assert (event["requested_blocks"], event["bound_blocks"]) == (CAPTURE_SIZE, BOUND)
+        assert event["bound_bytes"] == BOUND * block_bytes(runner)
+        [message] = guard_log
+        assert f"(vLLM {VLLM_RELEASE})" in message and f"{BOUND} blocks" in message
+    else:
+        assert builds == [(BOUND, BOUND)]
+        assert [e["action"] for e in checks(report)] == ["ok"]
+        assert guard_log == []
+    assert checks(report)[0]["vllm_version"] == VLLM_RELEASE
+    monkeypatch.undo()
+    assert len(generate(llm)) == 4
+
+
+def test_release_own_method_in_warn_mode_logs_once(engine, guard, guard_log):
+    _, runner, _ = engine
+    report = guard("warn")
+    requested = CAPTURE_SIZE if RELEASE.affected else BOUND
+    for _ in range(2):
+        with profiling_cache(runner):
+            runner._init_minimal_kv_cache_for_profiling()
+            assert allocated_kv(runner) == (requested, requested * block_bytes(runner))
+    events = checks(report)
+    assert [e["vllm_version"] for e in events] == [VLLM_RELEASE] * 2
+    if RELEASE.affected:
+        assert [e["action"] for e in events] == ["warned", "warned"]
+        [warning] = guard_log
+        assert f"asks for {CAPTURE_SIZE} blocks" in warning and f"(vLLM {VLLM_RELEASE})" in warning
+    else:
+        assert [e["action"] for e in events] == ["ok", "ok"]
+        assert guard_log == []
 
 
 def test_model_runner_v2_module_twin_is_checked(engine, guard):
     _, runner, _ = engine
-    report = guard("raise")
     from vllm.v1.worker.gpu import cudagraph_utils
 
+    twin = "vllm.v1.worker.gpu.cudagraph_utils._init_minimal_kv_cache_for_profiling"
+    if not hasattr(cudagraph_utils, "_init_minimal_kv_cache_for_profiling"):
+        # Releases before the twin existed (0.18.0, 0.25.0): nothing to hook there.
+        assert not any(t.startswith("vllm.v1.worker.gpu.cudagraph_utils.") for t in hooked_targets())
+        return
+    assert twin in hooked_targets()
+    report = guard("raise")
     with profiling_cache(runner):
         cudagraph_utils._init_minimal_kv_cache_for_profiling(runner)
         assert allocated_kv(runner)[0] == BOUND
     [event] = checks(report)
-    assert event["via"] == "vllm.v1.worker.gpu.cudagraph_utils._init_minimal_kv_cache_for_profiling"
+    assert event["via"] == twin
     assert event["action"] == "ok"
 
 
@@ -133,12 +246,13 @@ def test_fork_with_per_token_formula_is_stopped_before_any_kv_tensor(engine, gua
         assert not kv_tensors_exist(runner)
     message = str(info.value)
     for fact in ("512 blocks", "4 blocks", "max_num_reqs=4", "max_cudagraph_capture_size=512",
-                 "67,108,864 bytes", "524,288 bytes", "0.26.0", "cgguard fix", "CGGUARD_MODE=fix"):
+                 f"{512 * block_bytes(runner):,} bytes", f"{4 * block_bytes(runner):,} bytes",
+                 "0.26.0", "cgguard fix", "CGGUARD_MODE=fix"):
         assert fact in message
     [event] = checks(report)
     assert event["action"] == "raised"
     assert event["via"] == "tests.runtime.forks.PerTokenForkRunner._init_minimal_kv_cache_for_profiling"
-    assert (event["requested_blocks"], event["requested_bytes"]) == (512, 512 * 131_072)
+    assert (event["requested_blocks"], event["requested_bytes"]) == (512, 512 * block_bytes(runner))
 
 
 def test_legacy_signature_without_is_profiling_is_detected(engine, guard):
@@ -153,20 +267,22 @@ def test_legacy_signature_without_is_profiling_is_detected(engine, guard):
 
 def test_fix_builds_the_upstream_cache_and_the_engine_still_generates(engine, guard):
     llm, runner, _ = engine
-    guard("off")
-    upstream = upstream_profiling_kv(runner)
+    expected = (BOUND, BOUND * block_bytes(runner))
+    if not RELEASE.affected:  # the release's own fixed method, unguarded, allocates the same
+        guard("off")
+        assert upstream_profiling_kv(runner) == expected
     report = guard("fix")
     fork = make_fork_runner()
     with runner_class(runner, fork), profiling_cache(runner):
         runner._init_minimal_kv_cache_for_profiling()
-        assert allocated_kv(runner) == upstream == (BOUND, BOUND * 131_072)
+        assert allocated_kv(runner) == expected
         # vLLM records the count it asked for; the guard corrects it to the one built.
         assert runner.cache_config.num_gpu_blocks == BOUND
         assert runner.cache_config.num_gpu_blocks_override is None
     [event] = checks(report)
     assert event["action"] == "fixed"
     assert (event["requested_blocks"], event["bound_blocks"]) == (512, BOUND)
-    assert event["bound_bytes"] == upstream[1]
+    assert event["bound_bytes"] == expected[1]
     assert len(generate(llm)) == 4
 
 
@@ -175,7 +291,7 @@ def test_fix_with_the_legacy_signature(engine, guard):
     guard("fix")
     with runner_class(runner, make_fork_runner(legacy=True)), profiling_cache(runner):
         runner._init_minimal_kv_cache_for_profiling()
-        assert allocated_kv(runner) == (BOUND, BOUND * 131_072)
+        assert allocated_kv(runner) == (BOUND, BOUND * block_bytes(runner))
 
 
 def test_warn_logs_once_and_changes_nothing(engine, guard, guard_log):
@@ -185,7 +301,7 @@ def test_warn_logs_once_and_changes_nothing(engine, guard, guard_log):
     for _ in range(2):
         with runner_class(runner, fork), profiling_cache(runner):
             runner._init_minimal_kv_cache_for_profiling()
-            assert allocated_kv(runner) == (512, 512 * 131_072)
+            assert allocated_kv(runner) == (512, 512 * block_bytes(runner))
     warnings = guard_log
     assert len(warnings) == 1
     assert "512 blocks" in warnings[0] and "4 blocks" in warnings[0]
