@@ -100,9 +100,14 @@ def estimate(
 ) -> None:
     """Memory the CUDA-graph profiling KV cache takes for the model in MODEL_DIR.
 
-    MODEL_DIR is a local folder with a Hugging Face config.json. Compares vLLM
-    0.18.0-0.25.x (one block per token of the largest captured graph) with the
-    fix (one block per sequence), per GPU.
+    MODEL_DIR is a local folder holding the model's Hugging Face config.json
+    (nothing is downloaded; weights are not needed). To fetch just that file:
+    `hf download ORG/MODEL config.json --local-dir MODEL_DIR`.
+
+    Compares vLLM 0.18.0-0.25.x (one block per token of the largest captured
+    graph) with the fix (one block per sequence), per GPU. Values config.json
+    does not state (head_dim from hidden_size and heads, say) and defaults
+    taken for options not given are listed under "Assumed".
     """
     try:
         if max_cudagraph_capture_size is not None and cudagraph_capture_sizes is not None:
@@ -114,7 +119,10 @@ def estimate(
         click.echo(f"cgguard estimate: error: {exc}", err=True)
         sys.exit(2)
 
-    assumed: list[str] = []
+    # Every value the output rests on that neither config.json nor an option states.
+    assumed: list[str] = list(shape.derived)
+    if kv_cache_dtype == "auto" and model_dtype == "auto" and shape.dtype in (None, "float32"):
+        assumed.append(f"KV cache dtype {kv.name} ({kv.source})")
     if max_num_seqs is None:
         max_num_seqs = DEFAULT_MAX_NUM_SEQS
         assumed.append(f"max_num_seqs {max_num_seqs} (vLLM's default on GPU)")
@@ -203,7 +211,9 @@ def estimate(
         lines.append(f"{label.ljust(label_w)}  {f'{size.blocks:,}'.rjust(blocks_w)}  {human_bytes(size.bytes)}")
     lines.append(f"per-token / per-sequence: {est.ratio:.3g}x")
     if assumed:
-        lines.append("Assumed: " + "; ".join(assumed) + ".")
+        lines.append("Assumed:")
+        lines.extend(f"  - {a}" for a in assumed)
     if notes:
-        lines.append("Note: " + "; ".join(notes) + ".")
+        lines.append("Note:")
+        lines.extend(f"  - {n}" for n in notes)
     click.echo("\n".join(lines))

@@ -49,6 +49,9 @@ class ModelShape:
     has_sliding_window: bool  # some layers use a window; counted as full layers here
     hybrid: bool  # Mamba / linear-attention layers beside attention ones
     text_section: str | None  # e.g. "text_config" when the text model is nested
+    # Values config.json does not state, worked out from what it does (head_dim from
+    # hidden_size and heads, ...): each one line for the output's "Assumed".
+    derived: tuple[str, ...] = ()
 
 
 class _Fields:
@@ -81,14 +84,28 @@ class _Fields:
         return value
 
 
+def fetch_hint(model_dir: str) -> str:
+    """How to get just the config.json of a Hugging Face model into a local folder."""
+    parts = model_dir.split("/")
+    looks_like_repo = (
+        len(parts) == 2 and all(parts) and not model_dir.startswith((".", "~"))
+        and not os.path.isabs(model_dir)
+    )
+    repo, folder = (model_dir, parts[1]) if looks_like_repo else ("ORG/MODEL", "MODEL_DIR")
+    return (
+        "MODEL_DIR is a local folder holding the model's config.json (nothing is downloaded); "
+        f"fetch just that file with: hf download {repo} config.json --local-dir {folder}"
+    )
+
+
 def _config_path(model_dir: str) -> str:
     if os.path.isfile(model_dir):  # a config.json given directly
         return model_dir
     if not os.path.isdir(model_dir):
-        raise ConfigError(f"{model_dir}: no such directory")
+        raise ConfigError(f"{model_dir}: no such directory. {fetch_hint(model_dir)}")
     path = os.path.join(model_dir, "config.json")
     if not os.path.isfile(path):
-        raise ConfigError(f"{path}: no such file (MODEL_DIR must hold a Hugging Face config.json)")
+        raise ConfigError(f"{path}: no such file. {fetch_hint('ORG/MODEL')}")
     return path
 
 
@@ -165,6 +182,8 @@ def load_model_shape(model_dir: str) -> ModelShape:
     )
     if fields.raw("kv_lora_rank") is not None:
         return ModelShape(
+            derived=(f"the text model's fields from {section} (the top level where it has none)",)
+            if section is not None else (),
             mla=True,
             num_kv_heads=None,
             head_dim=None,
@@ -172,23 +191,36 @@ def load_model_shape(model_dir: str) -> ModelShape:
             qk_rope_head_dim=fields.positive_int("qk_rope_head_dim"),
             **common,
         )
+    heads_field, _ = fields.raw("num_attention_heads", "n_head") or ("num_attention_heads", None)
     num_heads = fields.positive_int("num_attention_heads", "n_head")
+    derived: list[str] = []
+    if section is not None:
+        derived.append(f"the text model's fields from {section} (the top level where it has none)")
     # Hugging Face's convention: no num_key_value_heads means plain multi-head attention.
-    num_kv_heads = fields.positive_int("num_key_value_heads", "num_kv_heads", required=False) or num_heads
+    num_kv_heads = fields.positive_int("num_key_value_heads", "num_kv_heads", required=False)
+    if num_kv_heads is None:
+        num_kv_heads = num_heads
+        derived.append(
+            f"{num_kv_heads} KV heads = {heads_field} (no num_key_value_heads: plain multi-head attention)"
+        )
     head_dim = fields.positive_int("head_dim", required=False)
     if head_dim is None:
+        found = fields.raw("hidden_size", "n_embd", "d_model")
         hidden = fields.positive_int("hidden_size", "n_embd", "d_model")
+        hidden_field = found[0] if found else "hidden_size"
         if hidden % num_heads:
             raise ConfigError(
                 f"{path}: field 'hidden_size' ({hidden}) is not a multiple of 'num_attention_heads' "
                 f"({num_heads}) and there is no 'head_dim'"
             )
         head_dim = hidden // num_heads
+        derived.append(f"head_dim {head_dim} = {hidden_field} {hidden} / {heads_field} {num_heads} (no head_dim)")
     return ModelShape(
         mla=False,
         num_kv_heads=num_kv_heads,
         head_dim=head_dim,
         kv_lora_rank=None,
         qk_rope_head_dim=None,
+        derived=tuple(derived),
         **common,
     )

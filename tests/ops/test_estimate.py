@@ -13,6 +13,14 @@ from tests.conftest import run_cgguard
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
+
+def _runner() -> CliRunner:
+    """A runner that keeps standard error apart on click 8.1 (opt-in) and 8.2+ (always)."""
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
 # Llama-3-8B's config.json (the fields that matter, as published): no head_dim, so
 # head_dim = 4096 // 32 = 128.
 LLAMA3_8B = {
@@ -52,7 +60,7 @@ def model(tmp_path: Path, config: dict | str, name: str = "model") -> Path:
 
 
 def run_json(*args: str) -> dict:
-    result = CliRunner().invoke(estimate, [*args, "--format", "json"])
+    result = _runner().invoke(estimate, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -66,9 +74,12 @@ def test_llama3_8b_field_notes_example(tmp_path):
     assert out["per_token"] == {"blocks": 8192, "bytes": 16 * GiB}
     assert out["per_sequence"] == {"blocks": 256, "bytes": 512 * MiB}
     assert out["ratio"] == 32
-    assert out["assumed"] == ["block size 16 (vLLM's usual default; some attention backends use more)"]
+    assert out["assumed"] == [
+        "head_dim 128 = hidden_size 4096 / num_attention_heads 32 (no head_dim)",
+        "block size 16 (vLLM's usual default; some attention backends use more)",
+    ]
 
-    text = CliRunner().invoke(estimate, [str(d), "--max-cudagraph-capture-size", "8192"])
+    text = _runner().invoke(estimate, [str(d), "--max-cudagraph-capture-size", "8192"])
     assert text.exit_code == 0
     assert "2 MiB (2,097,152 bytes" in text.stdout
     lines = text.stdout.splitlines()
@@ -121,7 +132,7 @@ def test_kv_cache_dtypes(tmp_path):
     assert run_json(str(ds), "--kv-cache-dtype", "fp8")["bytes_per_block"] == 61 * 16 * 576
     # DeepSeek's packed fp8 layout: 656 bytes per token per layer.
     assert run_json(str(ds), "--kv-cache-dtype", "fp8_ds_mla")["bytes_per_block"] == 61 * 16 * 656
-    bad = CliRunner().invoke(estimate, [str(llama), "--kv-cache-dtype", "fp8_ds_mla"])
+    bad = _runner().invoke(estimate, [str(llama), "--kv-cache-dtype", "fp8_ds_mla"])
     assert bad.exit_code == 2
     assert bad.stderr == "cgguard estimate: error: --kv-cache-dtype fp8_ds_mla needs an MLA model (config has no kv_lora_rank)\n"
 
@@ -147,7 +158,10 @@ def test_defaults_are_vllms_and_said_to_be_assumed(tmp_path):
     assert out["settings"] == {"max_num_seqs": 256, "capture_size": 512, "block_size": 16, "tensor_parallel_size": 1}
     assert out["per_token"] == {"blocks": 512, "bytes": 1 * GiB}
     assert out["per_sequence"] == {"blocks": 256, "bytes": 512 * MiB}
-    assert [a.split(" (")[0] for a in out["assumed"]] == ["max_num_seqs 256", "capture size 512 tokens", "block size 16"]
+    assert [a.split(" (")[0] for a in out["assumed"]] == [
+        "head_dim 128 = hidden_size 4096 / num_attention_heads 32", "max_num_seqs 256", "capture size 512 tokens",
+        "block size 16",
+    ]
     # vLLM's default capture size follows max_num_seqs: min(2 x 8, 512) = 16.
     small = run_json(str(d), "--max-num-seqs", "8")
     assert small["settings"]["capture_size"] == 16
@@ -214,7 +228,7 @@ def test_hybrid_model_is_flagged(tmp_path):
 )
 def test_bad_config_names_the_field_and_exits_2(tmp_path, config, message):
     d = model(tmp_path, config)
-    result = CliRunner().invoke(estimate, [str(d)])
+    result = _runner().invoke(estimate, [str(d)])
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith(f"cgguard estimate: error: {d / 'config.json'}: {message}")
@@ -231,18 +245,61 @@ def test_bad_config_names_the_field_and_exits_2(tmp_path, config, message):
 )
 def test_bad_options_exit_2(tmp_path, args, message):
     d = model(tmp_path, LLAMA3_8B)
-    result = CliRunner().invoke(estimate, [str(d), *args])
+    result = _runner().invoke(estimate, [str(d), *args])
     assert result.exit_code == 2
     assert message in result.stderr and result.stderr.count("\n") == 1
 
 
 def test_missing_model_dir_and_missing_config(tmp_path):
-    result = CliRunner().invoke(estimate, [str(tmp_path / "nope")])
-    assert (result.exit_code, result.stderr) == (2, f"cgguard estimate: error: {tmp_path / 'nope'}: no such directory\n")
+    result = _runner().invoke(estimate, [str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"cgguard estimate: error: {tmp_path / 'nope'}: no such directory. ")
+    assert result.stderr.count("\n") == 1
     (tmp_path / "empty").mkdir()
-    result = CliRunner().invoke(estimate, [str(tmp_path / "empty")])
+    result = _runner().invoke(estimate, [str(tmp_path / "empty")])
     assert result.exit_code == 2
     assert f"{tmp_path / 'empty' / 'config.json'}: no such file" in result.stderr
+    assert "hf download ORG/MODEL config.json" in result.stderr
+
+
+def test_a_hub_model_id_is_told_what_model_dir_is_and_how_to_fetch_config_json(tmp_path):
+    # What a new user types first: the model's Hugging Face name, not a folder.
+    proc = run_cgguard("estimate", "meta-llama/Meta-Llama-3-8B", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        "cgguard estimate: error: meta-llama/Meta-Llama-3-8B: no such directory. MODEL_DIR is a local folder "
+        "holding the model's config.json (nothing is downloaded); fetch just that file with: "
+        "hf download meta-llama/Meta-Llama-3-8B config.json --local-dir Meta-Llama-3-8B\n"
+    )
+    help_text = run_cgguard("estimate", "--help").stdout
+    assert "MODEL_DIR is a local folder holding the model's Hugging Face config.json" in help_text
+    assert "hf download ORG/MODEL config.json --local-dir MODEL_DIR" in help_text
+
+
+def test_every_derived_value_is_listed_under_assumed(tmp_path):
+    # No head_dim, no num_key_value_heads, no dtype: each value worked out is said so.
+    config = {k: v for k, v in LLAMA3_8B.items() if k not in ("num_key_value_heads", "torch_dtype")}
+    d = model(tmp_path, config)
+    proc = run_cgguard("estimate", str(d), "--max-num-seqs", "256", "--max-cudagraph-capture-size", "8192",
+                       "--block-size", "16")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assumed = lines[lines.index("Assumed:") + 1:]
+    assert assumed == [
+        "  - 32 KV heads = num_attention_heads (no num_key_value_heads: plain multi-head attention)",
+        "  - head_dim 128 = hidden_size 4096 / num_attention_heads 32 (no head_dim)",
+        "  - KV cache dtype bfloat16 (config.json names no dtype; vLLM runs it in 16 bits)",
+    ]
+    # A multimodal config: which section the text model came from.
+    nested = model(tmp_path, {"model_type": "llava", "text_config": LLAMA3_8B}, name="mm")
+    out = run_json(str(nested), "--max-num-seqs", "256", "--block-size", "16", "--max-cudagraph-capture-size", "512")
+    assert out["assumed"][0] == "the text model's fields from text_config (the top level where it has none)"
+    # Everything stated: nothing assumed, no "Assumed:" block.
+    stated = model(tmp_path, {**LLAMA3_8B, "head_dim": 128}, name="stated")
+    full = run_cgguard("estimate", str(stated), "--max-num-seqs", "256", "--max-cudagraph-capture-size", "512",
+                       "--block-size", "16")
+    assert full.returncode == 0 and "Assumed" not in full.stdout
 
 
 def test_real_cli_registers_estimate(tmp_path):
