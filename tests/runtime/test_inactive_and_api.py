@@ -56,14 +56,16 @@ def test_install_is_idempotent_and_uninstall_restores():
     code = textwrap.dedent("""
         from vllm.v1.worker.gpu_model_runner import GPUModelRunner
         from vllm.v1.worker.gpu import cudagraph_utils
-        before = (vars(GPUModelRunner)["initialize_kv_cache"], cudagraph_utils._init_minimal_kv_cache_for_profiling)
+        # Model runner v2's module-level twin exists from 0.32 on (None before).
+        twin = lambda: getattr(cudagraph_utils, "_init_minimal_kv_cache_for_profiling", None)
+        before = (vars(GPUModelRunner)["initialize_kv_cache"], twin())
         from cgguard.runtime import install, uninstall, hooked_targets
         assert install("warn") and install("fix") and install("raise")
         wrapped = vars(GPUModelRunner)["initialize_kv_cache"]
         assert wrapped is not before[0] and wrapped.__cgguard_original__ is before[0]
         assert len(hooked_targets()) == len(set(hooked_targets()))
         uninstall()
-        after = (vars(GPUModelRunner)["initialize_kv_cache"], cudagraph_utils._init_minimal_kv_cache_for_profiling)
+        after = (vars(GPUModelRunner)["initialize_kv_cache"], twin())
         assert after == before and hooked_targets() == []
         assert "__init_subclass__" not in vars(GPUModelRunner)
         assert install("warn") and vars(GPUModelRunner)["initialize_kv_cache"].__cgguard_original__ is before[0]
