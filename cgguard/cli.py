@@ -19,6 +19,18 @@ LAZY_COMMANDS = {
 }
 
 
+# `cgguard --help` lists each command with one whole line (click would cut a
+# docstring's first sentence at the terminal's width and add "...").
+SHORT_HELP = {
+    "check": "Report per-token profiling block counts (exit 1 while any remain).",
+    "config": "Print the settings a run would use and where each came from.",
+    "doctor": "Tell whether the installed vLLM is affected, and what to do.",
+    "estimate": "Profiling KV cache memory for a model: per token vs per sequence.",
+    "fix": "Rewrite per-token block counts to upstream's per-sequence bound.",
+    "rule": "Print a rule's documentation, or every rule's summary.",
+}
+
+
 # --verbose shows the traceback of an internal error (a bug in cgguard); without
 # it every problem is one line naming the file, and no traceback is printed.
 _VERBOSE = {"on": False}
@@ -53,6 +65,17 @@ class LazyGroup(click.Group):
             click.echo(f"cgguard: internal error: {type(exc).__name__}: {exc}"
                        " (run with --verbose for the traceback)", err=True)
             ctx.exit(2)
+
+    def format_commands(self, ctx, formatter):
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, SHORT_HELP.get(name) or command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
@@ -89,6 +112,11 @@ def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = N
             click.echo(_printable(f"{r.error.path}: error: {r.error.reason}"), err=True)
             if _VERBOSE["on"] and getattr(r, "traceback", None):
                 click.echo(r.traceback.rstrip("\n"), err=True)
+        elif r.skipped is not None:
+            click.echo(_printable(f"{r.path}: warning: {r.skipped}"), err=True)
+    if not run.checked and not run.errors and not run.skipped:
+        # Every path named was excluded (--force-exclude): nothing to do, not an error.
+        click.echo("cgguard: warning: no Python files to check", err=True)
     from cgguard.static.workflow.formats import MACHINE_FORMATS, Sources, render, summary
 
     document = _printable(render(run, fmt, fixing=fixing, sources=sources or Sources()))
@@ -217,7 +245,7 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
                 sys.stdout.write(r.diff)
     # Remaining findings point into the fixed text, which is not on disk with --diff.
     sources = Sources({r.path: r.new_text for r in run.files if r.changed and r.new_text is not None})
-    sys.exit(_report(run, fixing=not diff, fmt=fmt, output_file=output_file, sources=sources))
+    sys.exit(_report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources))
 
 
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
@@ -227,6 +255,7 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
     from cgguard.static.driver.run import fix_source_text
 
     name, source, data, run = _stdin(stdin_filename, settings)
+    run.dry_run = diff
     out = b"" if diff else data  # unless a fix changes it, the input comes back out whole
     sources = Sources()
     if source is not None:
@@ -240,7 +269,7 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
             out = sourcefile.encode(source, new_text)
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
-    return _report(run, fixing=not diff, fmt=fmt, output_file=output_file, sources=sources,
+    return _report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources,
                    out=sys.stderr)
 
 

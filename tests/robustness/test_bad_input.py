@@ -78,7 +78,7 @@ def tree(tmp_path):
     os.symlink("does_not_exist.py", root / "pkg" / "dangling.py")
     # A named pipe called *.py: reading it would block forever.
     os.mkfifo(root / "pkg" / "pipe.py")
-    # A folder with no Python files, given explicitly.
+    # A folder with no Python files, given explicitly: a warning, not an error.
     (root / "docs").mkdir()
     (root / "docs" / "README.txt").write_text("nothing here\n")
     return root
@@ -90,7 +90,6 @@ EXPECTED_ERRORS = {
     "pkg/loop_b.py": "symbolic link loop",
     "pkg/dangling.py": "broken symbolic link",
     "pkg/pipe.py": "not a regular file (a named pipe)",
-    "docs": "no Python files",
     "missing.py": "no such file or directory",
     "missing_dir": "no such file or directory",
 }
@@ -106,13 +105,15 @@ def _errors_by_path(stderr: str, root) -> dict[str, str]:
     return out
 
 
-def _assert_errors(stderr: str, root, expected: dict[str, str]) -> None:
+def _assert_errors(stderr: str, root, expected: dict[str, str], warnings: tuple[str, ...] = ()) -> None:
     got = _errors_by_path(stderr, root)
     assert sorted(got) == sorted(expected), stderr
     for path, reason in expected.items():
         assert reason in got[path], (path, got[path])
-    # Nothing else on stderr: one line per problem and no warnings.
-    assert len(stderr.splitlines()) == len(expected), stderr
+    for line in warnings:
+        assert line in stderr.splitlines(), stderr
+    # Nothing else on stderr: one line per problem, and the warnings asked for.
+    assert len(stderr.splitlines()) == len(expected) + len(warnings), stderr
 
 
 @pytest.mark.parametrize("command", ["check", "fix"])
@@ -122,7 +123,8 @@ def test_every_bad_input_is_one_line_and_the_rest_still_runs(tree, command):
     result = cgguard(*args, cwd=tree, timeout=120)
     assert_no_traceback(result)
     assert result.returncode == 2, result.stdout + result.stderr
-    _assert_errors(result.stderr, tree, EXPECTED_ERRORS)
+    _assert_errors(result.stderr, tree, EXPECTED_ERRORS, warnings=(
+        "docs: warning: no Python files to check in this folder (none found, or all excluded)",))
 
     after = snapshot(tree)
     # Every bad file is byte for byte untouched, and no temporary file is left.
@@ -142,6 +144,8 @@ def test_every_bad_input_is_one_line_and_the_rest_still_runs(tree, command):
         assert sorted(l.split(":")[0] for l in result.stdout.splitlines() if " CGG001 " in l) == [
             "pkg/a_buggy.py", "pkg/big.py", "pkg/z_buggy.py"]
     assert f"{len(EXPECTED_ERRORS)} errors." in result.stdout
+    # Only the files whose findings were settled count as checked; a failed path is an error.
+    assert "in 5 files checked." in result.stdout  # empty, clean, a_buggy, z_buggy, big
 
 
 def test_unreadable_file_is_reported_and_others_fixed(tmp_path):
@@ -195,7 +199,7 @@ def test_empty_and_whitespace_only_files_are_clean(tmp_path):
     (tmp_path / "bom_only.py").write_bytes(b"\xef\xbb\xbf")
     result = cgguard("fix", str(tmp_path))
     assert (result.returncode, result.stderr) == (0, "")
-    assert "No findings in 3 files checked." in result.stdout
+    assert "No findings remain in 3 files checked." in result.stdout
 
 
 def test_a_directory_named_like_a_python_file_is_walked_not_read(tmp_path):

@@ -17,7 +17,7 @@ def test_finding_message_stays_one_readable_line():
             "self.compilation_config.max_cudagraph_capture_size" + " or 1" * 20_000 + "\n")
     result = fix_source_text(text, "runner.py")
     assert result.findings
-    assert all(len(f.message) < 2_000 for f in result.findings)
+    assert all(len(f.message) <= 140 for f in result.findings)  # about 120, whatever the code
 
 
 def test_many_top_level_functions_mentioning_the_capture_size_check_in_linear_time(tmp_path):
@@ -35,7 +35,7 @@ def test_a_file_with_many_findings_is_fixed_in_linear_time(tmp_path):
         "        self.cache_config.num_gpu_blocks_override = min_blocks\n" for i in range(3_000))
     target.write_text(source)
     diff = cgguard("fix", "--diff", str(target), timeout=30)  # linear work: about a second
-    assert diff.returncode == 0, diff.stderr
+    assert diff.returncode == 1, diff.stderr  # it would change the file
     assert diff.stdout.count("\n+            min(self.max_num_reqs, ") == 3_000
     assert target.read_text() == source
     result = cgguard("fix", str(target), timeout=30)

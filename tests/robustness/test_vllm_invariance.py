@@ -69,7 +69,7 @@ def test_fix_over_all_of_vllm_changes_only_the_planted_bug(tmp_path, crlf):
     assert_no_traceback(fixed)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert fixed.stderr == ""
-    assert f"Fixed 1 finding. No findings in {n_py} files checked." in fixed.stdout
+    assert f"Fixed 1 finding. No findings remain in {n_py} files checked." in fixed.stdout
     after = _state(root)
 
     assert sorted(after) == sorted(before)  # nothing added (no temp files), nothing lost

@@ -34,7 +34,10 @@ def test_check_prints_one_line_per_finding_then_a_summary(tmp_path):
     m = LINE.match(first)
     assert m, first
     assert (m["path"], m["line"], m["col"], m["code"]) == ("pkg/runner.py", "3", "22", "CGG001")
-    assert summary == "Found 1 finding (1 fixable with `cgguard fix`) in 2 files checked."
+    assert summary == (
+        "Found 1 finding (1 fixable with `cgguard fix`) in 2 files checked. "
+        "Run `cgguard rule CGG001` for why and how to fix."
+    )
     assert result.stderr == ""
 
 
@@ -74,7 +77,7 @@ def test_fix_diff_writes_nothing_and_fix_writes(tmp_path):
     _tree(tmp_path)
     target = tmp_path / "pkg" / "runner.py"
     diff = run_cgguard("fix", "--diff", "pkg", cwd=tmp_path)
-    assert diff.returncode == 0
+    assert diff.returncode == 1  # it would change something
     assert "-        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1" in diff.stdout
     assert "+            min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)" in diff.stdout
     assert target.read_text() == BUGGY

@@ -50,7 +50,10 @@ def test_the_buggy_copy_has_exactly_one_finding_on_the_min_blocks_line(buggy_tre
     assert result.returncode == 1, result.stderr
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 2, lines
-    assert lines[0].startswith(f"{RUNNER}:{lineno}:22: CGG001 `min_blocks` is sized by the CUDA-graph capture size")
+    assert lines[0] == (
+        f"{RUNNER}:{lineno}:22: CGG001 `min_blocks` counts one block per captured token; "
+        "use `min(self.max_num_reqs, <capture size>) or 1`"
+    )
     assert lines[1].startswith("Found 1 finding (1 fixable with `cgguard fix`) in ")
 
 
@@ -60,7 +63,8 @@ def test_fix_restores_upstreams_form_and_touches_nothing_else(buggy_tree, vllm_d
     before = _snapshot(tree)
 
     diff = run_cgguard("fix", "--diff", "vllm", cwd=tree)
-    assert diff.returncode == 0
+    assert diff.returncode == 1  # it would change a file
+    assert "\nWould fix 1 finding. No findings would remain in " in diff.stdout
     assert _snapshot(tree) == before, "--diff must write nothing"
     assert diff.stdout.count("+++ b/") == 1
 

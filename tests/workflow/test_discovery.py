@@ -75,8 +75,9 @@ def test_outside_git_the_walk_applies_the_same_rules(tmp_path):
     assert not (root / ".git").exists()
     assert result.returncode == 1, result.stderr
     assert finding_paths(result.stdout) == sorted(EXPECTED)
-    # A subfolder walked on its own still sees the .gitignore above it (the project root).
-    write(root, {"sub/deep/x.gen.py": CGG001_SOURCE})
+    # A subfolder walked on its own still sees the .gitignore above it, up to the project
+    # root: the nearest folder holding pyproject.toml, cgguard.toml or .git.
+    write(root, {"sub/deep/x.gen.py": CGG001_SOURCE, "pyproject.toml": ""})
     assert finding_paths(_check(root, "sub").stdout) == ["sub/deep/a/b/run.py", "sub/top_only.py"]
 
 
@@ -85,7 +86,8 @@ def test_respect_gitignore_false_checks_ignored_files(tmp_path):
     write(root, {".gitignore": "*.py\n", "a.py": CGG001_SOURCE,
                  "pyproject.toml": "[tool.cgguard]\nrespect-gitignore = false\n"})
     assert finding_paths(_check(root, ".").stdout) == ["a.py"]
-    assert _check(root, "--isolated", ".").returncode == 2  # everything ignored: no Python files
+    ignored = _check(root, "--isolated", ".")  # everything ignored: nothing to check, not an error
+    assert ignored.returncode == 0 and ignored.stderr.startswith(".: warning: no Python files to check")
 
 
 def test_explicit_files_are_checked_unless_force_exclude(tmp_path):
@@ -102,10 +104,11 @@ def test_explicit_files_are_checked_unless_force_exclude(tmp_path):
     assert finding_paths(named.stdout) == ["gen/made.py", "ignored.py", "ok.py"]
     forced = _check(repo, "--force-exclude", "gen/made.py", "ok.py")
     assert finding_paths(forced.stdout) == ["ok.py"]
-    assert forced.stdout.splitlines()[-1].endswith("in 1 file checked.")
+    assert "in 1 file checked." in forced.stdout.splitlines()[-1]
     # Only excluded files named: nothing to do, and that is not an error.
     only = _check(repo, "--force-exclude", "gen/made.py")
     assert only.returncode == 0 and only.stdout == "No findings in 0 files checked.\n"
+    assert only.stderr == "cgguard: warning: no Python files to check\n"
     # An excluded folder named on the command line is searched.
     assert finding_paths(_check(repo, "gen").stdout) == ["gen/made.py"]
 
@@ -127,14 +130,14 @@ def test_default_excludes_and_symlink_loops(tmp_path):
     assert finding_paths(result.stdout) == ["pkg/a.py"]
 
 
-def test_missing_paths_and_empty_folders_are_one_line_errors(tmp_path):
+def test_missing_paths_are_errors_and_folders_without_python_warnings(tmp_path):
     repo = git_init(tmp_path / "repo")
     write(repo, {"docs/readme.txt": "x", "a.py": CGG001_SOURCE})
     result = _check(repo, "nope.py", "docs", "a.py")
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "nope.py: error: no such file or directory",
-        "docs: error: no Python files found in this directory",
+        "docs: warning: no Python files to check in this folder (none found, or all excluded)",
     ]
     assert finding_paths(result.stdout) == ["a.py"]
 

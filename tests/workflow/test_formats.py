@@ -52,21 +52,29 @@ def test_full_shows_source_caret_and_fix(tmp_path):
     assert "    -        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1" in out
     assert re.search(r"^    \+ .*min\(self\.max_num_reqs, ", out, re.M)
     assert "pkg/mamba.py:2:18: CGG002 " in out
-    assert out.splitlines()[-1] == "Found 2 findings (1 fixable with `cgguard fix`) in 3 files checked."
+    assert out.splitlines()[-1] == (
+        "Found 2 findings (1 fixable with `cgguard fix`) in 3 files checked. "
+        "Run `cgguard rule CODE` (CGG001, CGG002) for why and how to fix."
+    )
 
 
 def test_json_lists_findings_with_positions_and_fix(tmp_path):
     _project(tmp_path)
     result = run_cgguard("check", "--format", "json", "pkg", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr == "Found 2 findings (1 fixable with `cgguard fix`) in 3 files checked.\n"
+    assert result.stderr == (
+        "Found 2 findings (1 fixable with `cgguard fix`) in 3 files checked. "
+        "Run `cgguard rule CODE` (CGG001, CGG002) for why and how to fix.\n"
+    )
     findings = json.loads(result.stdout)
     assert [(f["path"], f["code"], f["line"], f["column"]) for f in findings] == [
         ("pkg/mamba.py", "CGG002", 2, 18), ("pkg/runner.py", "CGG001", 3, 22)]
     runner = findings[1]
     assert set(runner) == {"code", "message", "path", "line", "column", "end_line", "end_column", "fix"}
     assert (runner["end_line"], runner["end_column"]) == (3, 77)
-    assert runner["message"].startswith("`min_blocks` is sized by the CUDA-graph capture size")
+    assert runner["message"] == (
+        "`min_blocks` counts one block per captured token; use `min(self.max_num_reqs, <capture size>) or 1`"
+    )
     assert runner["fix"]["applicability"] == "safe"
     edits = [(e["line"], e["column"], e["end_line"], e["end_column"], e["content"]) for e in runner["fix"]["edits"]]
     # The edits, applied as described, give exactly what `cgguard fix` writes.
@@ -194,7 +202,7 @@ def test_fix_stdin_writes_the_fixed_source_to_stdout(tmp_path):
     result = run_cgguard("fix", "-", "--stdin-filename", "pkg/runner.py", input=CGG001_SOURCE, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected
-    assert result.stderr == "Fixed 1 finding. No findings in 1 file checked.\n"
+    assert result.stderr == "Fixed 1 finding. No findings remain in 1 file checked.\n"
     # Nothing to fix, or only a suggestion: the input comes back as it was.
     for source, code in ((CLEAN_SOURCE, 0), (CGG002_SOURCE, 1)):
         same = run_cgguard("fix", "-", input=source, cwd=tmp_path)
@@ -202,6 +210,7 @@ def test_fix_stdin_writes_the_fixed_source_to_stdout(tmp_path):
     # --diff prints the diff instead.
     diff = run_cgguard("fix", "--diff", "-", "--stdin-filename", "r.py", input=CGG001_SOURCE, cwd=tmp_path)
     assert diff.stdout.startswith("--- a/r.py\n+++ b/r.py\n")
+    assert (diff.returncode, diff.stderr) == (1, "Would fix 1 finding. No findings would remain in 1 file checked.\n")
 
 
 def test_fix_stdin_keeps_undecodable_input_whole(tmp_path):

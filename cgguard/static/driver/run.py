@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from cgguard.static.driver import sourcefile
-from cgguard.static.workflow.discovery import discover
+from cgguard.static.workflow.discovery import Skip, discover
 from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import has_needle, nothing_to_check
@@ -31,11 +31,27 @@ class FileResult:
     fixed_count: int = 0
     new_text: str | None = None
     traceback: str | None = None  # an internal error's traceback, shown with --verbose
+    # Why a path named on the command line was passed over (not Python, say): a
+    # warning, neither a checked file nor an error.
+    skipped: str | None = None
+    # Were the file's findings settled? False for a path that failed before or
+    # while it was checked (missing, unreadable, a syntax error): an error, never
+    # a checked file. A fix that fails later leaves the file checked.
+    checked: bool | None = None
+    # The findings before any fix: what stays when a fix is not written.
+    found: list[Finding] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.checked is None:
+            self.checked = self.error is None and self.skipped is None
 
 
 @dataclass
 class RunResult:
     files: list[FileResult] = field(default_factory=list)
+    # `fix --diff`: fixes are worked out but not written; what they would change
+    # still counts against a clean exit.
+    dry_run: bool = False
 
     @property
     def findings(self) -> list[Finding]:
@@ -47,13 +63,25 @@ class RunResult:
 
     @property
     def fixed(self) -> int:
+        """Findings fixed (with ``dry_run``: that would be fixed)."""
         return sum(r.fixed_count for r in self.files)
 
+    @property
+    def checked(self) -> int:
+        """Files whose findings were settled (a path that failed is an error instead)."""
+        return sum(1 for r in self.files if r.checked)
+
+    @property
+    def skipped(self) -> list[FileResult]:
+        return [r for r in self.files if r.skipped is not None]
+
     def exit_code(self) -> int:
-        """0 clean, 1 findings remain, 2 an error occurred (errors win)."""
+        """0 clean, 1 findings remain (or, dry run, would be fixed), 2 an error occurred (errors win)."""
         if self.errors:
             return 2
-        return 1 if self.findings else 0
+        if self.findings or (self.dry_run and self.fixed):
+            return 1
+        return 0
 
 
 def iter_python_files(paths: Iterable[str], settings=None) -> Iterator[tuple[str, FileError | None]]:
@@ -90,8 +118,10 @@ def check_text(text: str, path: str, finding_filter: FindingFilter | None = None
         result.findings = _checker(path, finding_filter)(text)
     except SyntaxError as exc:
         result.error = FileError(path, f"syntax error at line {exc.lineno}: {exc.msg}")
+        result.checked = False
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error = FileError(path, _parse_failure(exc))
+        result.checked = False
     return result
 
 
@@ -115,6 +145,7 @@ def fix_source_text(
     result = check_text(text, path, finding_filter)
     if result.error is not None:
         return result
+    result.found = list(result.findings)
     try:
         outcome = fix_text(text, _checker(path, finding_filter), unsafe=unsafe, findings=result.findings)
     except SyntaxError as exc:
@@ -180,9 +211,12 @@ class _NotWritten(Exception):
 
 
 def _not_written(result: FileResult, reason: str | None) -> FileResult:
-    """The file stays as it was: report what the fix would have done as not done."""
+    """The file stays as it was: report what the fix would have done as not done,
+    and its findings as remaining (as found in the file on disk)."""
     if reason is not None:
         result.error = FileError(result.path, reason)
+    if result.found is not None:
+        result.findings = list(result.found)
     result.changed = False
     result.fixed_count = 0
     result.diff = ""
@@ -202,6 +236,13 @@ def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
         return result
 
 
+def _not_checked(path: str, error: FileError) -> FileResult:
+    """A path discovery passed over (a warning) or could not take (an error)."""
+    if isinstance(error, Skip):
+        return FileResult(path, skipped=error.reason)
+    return FileResult(path, error=error)
+
+
 def check_paths(
     paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
 ) -> RunResult:
@@ -210,7 +251,7 @@ def check_paths(
     def work(item: tuple[str, FileError | None]) -> FileResult:
         path, error = item
         if error:
-            return FileResult(path, error=error)
+            return _not_checked(path, error)
         return _guarded(path, lambda p: check_file(p, finding_filter))
 
     return RunResult(files=map_files(work, list(iter_python_files(paths, settings))))
@@ -224,10 +265,10 @@ def fix_paths(
     unsafe: bool = False,
     settings=None,
 ) -> RunResult:
-    run = RunResult()
+    run = RunResult(dry_run=not write)
     for path, error in iter_python_files(paths, settings):
         if error:
-            run.files.append(FileResult(path, error=error))
+            run.files.append(_not_checked(path, error))
         else:
             run.files.append(
                 _guarded(path, lambda p: fix_file(p, finding_filter, write=write, unsafe=unsafe))

@@ -7,23 +7,35 @@ from cgguard.static.rules.flow import Hit
 
 
 def message_for(code: str, hit: Hit, lines: list[str], offset: int, bound: str) -> str:
-    cap = shorten(_one_line(_segment(lines, hit.source, offset)))
-    sink = shorten(hit.sink)
-    bound = shorten(bound)
+    # One short line (about 120 characters at most): what is wrong and what to write
+    # instead. The why is on the rule's page (`cgguard rule CODE`, `--format full`).
+    sink = shorten(hit.sink, 48)
+    request = hit.request or "<max_num_reqs>"
+    bound = bound.replace(REQUEST_PLACEHOLDER, request)
     if code == "CGG002":
-        return (
-            f"`{sink}` takes max() with the CUDA-graph capture size `{cap}` (tokens), so it "
-            f"still grows with the token count; if it needs at least max_num_seqs rows, bound "
-            f"the capture size inside the max(): `{bound}`"
-        )
+        return _fit(f"`{sink}` takes max() with the capture size; bound it: `", bound, "`", request)
     if hit.request is None:
-        hint = bound.replace(REQUEST_PLACEHOLDER, "<max_num_reqs or scheduler_config.max_num_seqs>")
-        return (
-            f"`{sink}` is sized by the CUDA-graph capture size `{cap}` (tokens, one block per "
-            f"token); bound it by a request count: `{hint}` (no automatic fix: no request "
-            f"count in scope)"
-        )
-    return (
-        f"`{sink}` is sized by the CUDA-graph capture size `{cap}` (tokens, one block per "
-        f"token); use one block per sequence: `{bound}`"
-    )
+        return _fit(f"`{sink}` counts one block per captured token; use `", bound,
+                    "` (no request count in scope)", request)
+    return _fit(f"`{sink}` counts one block per captured token; use `", bound, "`", request)
+
+
+MAX_MESSAGE = 120
+
+
+def _fit(before: str, bound: str, after: str, request: str) -> str:
+    """``before + bound + after``, the bound spelled out as far as the line allows:
+    whole, then with ``<capture size>`` or ``...`` for the capture-size expression
+    (the request count, what the user has to write, is never cut)."""
+    head = f"min({request}, "
+    fallback = bound.rpartition(") or ")[2] if bound.startswith(head) and ") or " in bound else ""
+    candidates = [bound]
+    if fallback:
+        fallback = shorten(fallback, 20)
+        candidates += [f"{head}<capture size>) or {fallback}", f"{head}...) or {fallback}"]
+    else:
+        candidates.append(shorten(bound, 60))
+    for candidate in candidates:
+        if len(before) + len(candidate) + len(after) <= MAX_MESSAGE:
+            break
+    return before + candidate + after

@@ -1,13 +1,21 @@
-"""Which files a run checks: explicit files as given, folders searched for *.py/*.pyi.
+"""Which files a run checks: explicit Python files as given, folders searched for *.py/*.pyi.
+
+A file named on the command line is checked when it is Python: a ``.py`` or
+``.pyi`` name, or a ``python`` shebang on its first line. Anything else (a
+README, notes.txt) is passed over with a warning, as is a folder holding no
+Python file to check; neither is an error.
 
 Inside a git work tree a folder's files are what ``git ls-files -co
 --exclude-standard`` lists: tracked files plus untracked ones that no
 .gitignore (nested ones too), ``.git/info/exclude`` or ``core.excludesFile``
 ignores. Elsewhere (no git, or git refuses) the folder is walked and the
 .gitignore files met on the way are honoured by the same rules, together with
-those in the folders between the project root (the config file's folder, or the
-current one) and the walked folder. Symlinked folders are followed once (a loop
-is not walked twice).
+those in the folders between the project root and the walked folder. The
+project root is found from the path, never from the working directory: the
+nearest folder at or above it holding ``.git``, ``pyproject.toml`` or
+``cgguard.toml`` (the walked folder itself when there is none), so the same tree
+gives the same files wherever cgguard runs from. Symlinked folders are followed
+once (a loop is not walked twice).
 
 ``exclude``/``extend-exclude`` skip what a folder search finds: a file, or any
 folder between the searched folder and the file, that matches. A path named on
@@ -18,6 +26,8 @@ skipped when it or a folder above it matches.
 from __future__ import annotations
 
 import os
+import stat
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from cgguard.static.workflow.config import Settings
@@ -26,13 +36,22 @@ from cgguard.static.workflow.globs import (
     IgnoreRule,
     PathGlobs,
     gitignored,
-    inside,
     parse_gitignore,
     relative_to_root,
     under,
 )
 
 SUFFIXES = (".py", ".pyi")
+# What makes a folder a project root for .gitignore files outside git.
+ROOT_MARKERS = (".git", "pyproject.toml", "cgguard.toml")
+
+NOT_PYTHON = "not a Python file (no .py or .pyi suffix, no python shebang); skipped"
+NO_PYTHON_FILES = "no Python files to check in this folder (none found, or all excluded)"
+
+
+@dataclass(frozen=True)
+class Skip(FileError):
+    """A path passed over with a warning: nothing in it to check, and not an error."""
 
 
 def force_excluded(path: str, settings: Settings, excludes: PathGlobs | None = None) -> bool:
@@ -59,11 +78,40 @@ def discover(paths: Iterable[str], settings: Settings | None = None) -> Iterator
                 else:
                     yield file, None
             if not found:
-                yield path, FileError(path, "no Python files found in this directory")
+                yield path, Skip(path, NO_PYTHON_FILES)
         elif os.path.exists(path) or os.path.islink(path):
-            yield path, None
+            yield path, (None if _named_python(path) else Skip(path, NOT_PYTHON))
         else:
             yield path, FileError(path, "no such file or directory")
+
+
+def _named_python(path: str) -> bool:
+    """Is a file named on the command line Python? Only a regular file without a
+    Python suffix is opened (for its shebang): anything else (a broken link, a
+    named pipe) goes on to be read, which reports what is wrong with it."""
+    if path.endswith(SUFFIXES):
+        return True
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return True
+    return first.startswith(b"#!") and b"python" in first
+
+
+def project_root(folder: str) -> str:
+    """The nearest folder at or above ``folder`` holding a root marker; ``folder`` when none does."""
+    folder = os.path.abspath(folder)
+    current = folder
+    while True:
+        if any(os.path.exists(os.path.join(current, m)) for m in ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return folder
+        current = parent
 
 
 def _files_under(folder: str, settings: Settings, excludes: PathGlobs) -> Iterator[str | FileError]:
@@ -115,8 +163,8 @@ def _walk(root: str, settings: Settings, excluded) -> Iterator[str | FileError]:
     root_abs = os.path.abspath(root)
     use_gitignore = settings.respect_gitignore
     # .gitignore rules as (folder relative to `top`, rule); `top` is the project
-    # root when the walked folder lies inside it, so the files between count too.
-    top = settings.root if inside(root_abs, settings.root) else root_abs
+    # root found from the walked folder, so the files between count too.
+    top = project_root(root_abs) if use_gitignore else root_abs
     prefix = "" if top == root_abs else os.path.relpath(root_abs, top).replace(os.sep, "/")
     rules: list[tuple[str, IgnoreRule]] = []
     if use_gitignore and prefix:

@@ -33,23 +33,47 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary(run, *, fixing: bool) -> str:
+    """One line: what was found (check), fixed and remains (fix), or would be (fix --diff).
+
+    Files checked, findings, fixed, remaining and errors are counted apart: a path
+    that failed is an error, never a checked file, and a fix that was not written
+    leaves its finding remaining. While findings remain the line ends with the
+    `cgguard rule` command that explains them.
+    """
     findings = run.findings
-    n_files = len(run.files)
-    fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
+    checked = _plural(run.checked, "file")
     parts = []
-    if fixing:
-        parts.append(f"Fixed {_plural(run.fixed, 'finding')}.")
-    if findings:
-        parts.append(
-            f"Found {_plural(len(findings), 'finding')}"
-            + (f" ({fixable} fixable with `cgguard fix`)" if fixable and not fixing else "")
-            + f" in {_plural(n_files, 'file')} checked."
-        )
+    if not fixing:
+        if findings:
+            fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
+            parts.append(
+                f"Found {_plural(len(findings), 'finding')}"
+                + (f" ({fixable} fixable with `cgguard fix`)" if fixable else "")
+                + f" in {checked} checked."
+            )
+        else:
+            parts.append(f"No findings in {checked} checked.")
     else:
-        parts.append(f"No findings in {_plural(n_files, 'file')} checked.")
+        dry = getattr(run, "dry_run", False)
+        parts.append(f"{'Would fix' if dry else 'Fixed'} {_plural(run.fixed, 'finding')}.")
+        if findings:
+            verb = ("would remain" if dry else "remain" if len(findings) != 1 else "remains")
+            parts.append(f"{_plural(len(findings), 'finding')} {verb} in {checked} checked.")
+        else:
+            parts.append(f"No findings {'would remain' if dry else 'remain'} in {checked} checked.")
     if run.errors:
         parts.append(f"{_plural(len(run.errors), 'error')}.")
+    if findings:
+        parts.append(rule_hint(findings))
     return " ".join(parts)
+
+
+def rule_hint(findings) -> str:
+    """Where the why and the fix of each code are explained."""
+    codes = sorted({f.code for f in findings})
+    if len(codes) == 1:
+        return f"Run `cgguard rule {codes[0]}` for why and how to fix."
+    return f"Run `cgguard rule CODE` ({', '.join(codes)}) for why and how to fix."
 
 
 class Sources:
@@ -127,11 +151,41 @@ def _full(f: Finding, sources: Sources) -> str:
                 end = f.end_col if f.end_line == f.line else len(lines[n - 1].rstrip()) + 1
                 out.append(f"{gutter} {' ' * (f.col - 1)}{'^' * max(1, end - f.col)} {f.code}\n")
         out.append(gutter + "\n")
+    why = _why(f.code)
+    if why:
+        out.append(why)
     if f.fix is not None:
         out.append(f"  = fix ({f.fix.applicability}): {f.fix.description}\n")
         out.extend(_fix_diff(f, sources))
+    out.append(f"  = help: `cgguard rule {f.code}` (what it flags, why, when the fix is safe, examples)\n")
     out.append("\n")
     return "".join(out)
+
+
+_WHY: dict[str, str] = {}
+
+
+def _why(code: str) -> str:
+    """The rule page's "Why is this bad?" (its first paragraph), wrapped, for ``full``."""
+    if code not in _WHY:
+        import re
+        import textwrap
+
+        from cgguard.static.workflow.ruledocs import get_rule
+
+        try:
+            doc = get_rule(code)
+        except (OSError, FileNotFoundError):
+            doc = None
+        text = ""
+        if doc is not None:
+            m = re.search(r"^## Why is this bad\?\n+(.*?)(?:\n\n|\n## |\Z)", doc.body, re.S | re.M)
+            text = " ".join(m.group(1).replace("**", "").split()) if m else doc.summary
+        _WHY[code] = "".join(
+            line + "\n"
+            for line in textwrap.wrap(text, width=96, initial_indent="  = why: ", subsequent_indent="    ")
+        )
+    return _WHY[code]
 
 
 def _fix_diff(f: Finding, sources: Sources) -> list[str]:

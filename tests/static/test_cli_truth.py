@@ -1,0 +1,298 @@
+"""What the CLI says is true (issue 12): summaries, exit codes, warnings, help, messages.
+
+Each test runs the real CLI the way a new user would and names the issue's item it
+pins down; each one failed on the behaviour the issue reported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cgguard
+from tests.robustness.conftest import cgguard
+
+BUGGY = (
+    "class ForkModelRunner:\n"
+    "    def _init_minimal_kv_cache_for_profiling(self):\n"
+    "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
+    "        return min_blocks\n"
+)
+# CGG002: a suggestion only, so `cgguard fix` leaves it in place.
+SUGGESTION_ONLY = (
+    "def at_least_sixteen(vllm_config):\n"
+    "    min_blocks = max(16, vllm_config.compilation_config.max_cudagraph_capture_size)\n"
+    "    return min_blocks\n"
+)
+CLEAN = "def f(x):\n    return x + 1\n"
+HINT_001 = "Run `cgguard rule CGG001` for why and how to fix."
+HINT_002 = "Run `cgguard rule CGG002` for why and how to fix."
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+# ---- 1. fix --diff -------------------------------------------------------------------
+
+
+def test_1_fix_diff_exits_1_and_says_what_it_would_fix_and_what_would_remain(tmp_path):
+    _write(tmp_path, {"runner.py": BUGGY, "suggest.py": SUGGESTION_ONLY, "clean.py": CLEAN})
+    diff = run_cgguard("fix", "--diff", "runner.py", cwd=tmp_path)
+    assert diff.returncode == 1  # a CI gate on --diff fails while the finding is on disk
+    assert "+            min(self.max_num_reqs," in diff.stdout
+    assert diff.stdout.splitlines()[-1] == "Would fix 1 finding. No findings would remain in 1 file checked."
+    assert (tmp_path / "runner.py").read_text() == BUGGY
+    both = run_cgguard("fix", "--diff", "runner.py", "suggest.py", cwd=tmp_path)
+    assert both.returncode == 1
+    assert both.stdout.splitlines()[-1] == (
+        f"Would fix 1 finding. 1 finding would remain in 2 files checked. {HINT_002}"
+    )
+    clean = run_cgguard("fix", "--diff", "clean.py", cwd=tmp_path)
+    assert (clean.returncode, clean.stdout) == (0, "Would fix 0 findings. No findings would remain in 1 file checked.\n")
+
+
+def test_1_fix_exits_0_when_nothing_remains_1_when_findings_remain_2_on_errors(tmp_path):
+    _write(tmp_path, {"runner.py": BUGGY, "suggest.py": SUGGESTION_ONLY})
+    fixed = run_cgguard("fix", "runner.py", cwd=tmp_path)
+    assert (fixed.returncode, fixed.stdout) == (0, "Fixed 1 finding. No findings remain in 1 file checked.\n")
+    _write(tmp_path, {"runner.py": BUGGY})
+    remains = run_cgguard("fix", "runner.py", "suggest.py", cwd=tmp_path)
+    assert remains.returncode == 1
+    assert remains.stdout.splitlines()[-1] == f"Fixed 1 finding. 1 finding remains in 2 files checked. {HINT_002}"
+    broken = run_cgguard("fix", "suggest.py", "missing.py", cwd=tmp_path)
+    assert broken.returncode == 2
+    assert broken.stdout.splitlines()[-1] == (
+        f"Fixed 0 findings. 1 finding remains in 1 file checked. 1 error. {HINT_002}"
+    )
+
+
+# ---- 2. a fix that cannot be written ------------------------------------------------------
+
+
+def test_2_a_failed_write_leaves_its_finding_counted_as_remaining(tmp_path):
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / "runner.py").write_text(BUGGY)
+    os.chmod(tmp_path / "ro", 0o555)
+    try:
+        result = cgguard("fix", "ro", cwd=tmp_path, unprivileged=True)
+    finally:
+        os.chmod(tmp_path / "ro", 0o755)
+    assert result.returncode == 2
+    assert result.stderr.startswith("ro/runner.py: error: could not write the fixed file: permission denied")
+    assert result.stderr.count("\n") == 1
+    # The finding is still on disk, where the report points.
+    assert result.stdout.splitlines() == [
+        result.stdout.splitlines()[0],
+        f"Fixed 0 findings. 1 finding remains in 1 file checked. 1 error. {HINT_001}",
+    ]
+    assert result.stdout.startswith("ro/runner.py:3:22: CGG001 ")
+    assert (tmp_path / "ro" / "runner.py").read_text() == BUGGY
+
+
+# ---- 3. nothing to check ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_3_nothing_to_check_is_one_warning_and_exit_0(tmp_path, command):
+    _write(tmp_path, {
+        "docs/notes.txt": "not Python\n",
+        "gen/made.py": BUGGY,
+        "pyproject.toml": '[tool.cgguard]\nextend-exclude = ["gen/*.py"]\n',
+    })
+    (tmp_path / "empty").mkdir()
+    warning = "warning: no Python files to check in this folder (none found, or all excluded)"
+    for folder in ("empty", "docs", "gen"):  # empty, no Python, every file excluded
+        result = run_cgguard(command, folder, cwd=tmp_path)
+        assert result.returncode == 0, (folder, result.stdout, result.stderr)
+        assert result.stderr == f"{folder}: {warning}\n"
+        assert "0 files checked" in result.stdout and "error" not in result.stdout
+    # The default path, `.`, in a folder without Python files.
+    result = run_cgguard(command, cwd=tmp_path / "docs")
+    assert (result.returncode, result.stderr) == (0, f".: {warning}\n")
+    # Every named file excluded (--force-exclude, as pre-commit runs it).
+    forced = run_cgguard(command, "--force-exclude", "gen/made.py", cwd=tmp_path)
+    assert (forced.returncode, forced.stderr) == (0, "cgguard: warning: no Python files to check\n")
+
+
+# ---- 4. a missing path -------------------------------------------------------------------
+
+
+def test_4_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
+    _write(tmp_path, {"clean.py": CLEAN})
+    alone = run_cgguard("check", "nope", cwd=tmp_path)
+    assert alone.returncode == 2
+    assert alone.stderr == "nope: error: no such file or directory\n"
+    assert alone.stdout == "No findings in 0 files checked. 1 error.\n"
+    with_file = run_cgguard("check", "nope.py", "clean.py", cwd=tmp_path)
+    assert with_file.stdout == "No findings in 1 file checked. 1 error.\n"
+    # A file that cannot be parsed is not a checked file either.
+    _write(tmp_path, {"broken.py": "x = self.max_cudagraph_capture_size or (\n"})
+    broken = run_cgguard("check", "broken.py", "clean.py", cwd=tmp_path)
+    assert broken.stdout == "No findings in 1 file checked. 1 error.\n"
+
+
+# ---- 5. syntax errors: which files are parsed ------------------------------------------------
+
+
+def test_5_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_readme_says(tmp_path):
+    _write(tmp_path, {
+        "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
+        "plain.py": "def f(:\n",
+    })
+    parsed = run_cgguard("check", "mentions.py", cwd=tmp_path)
+    assert parsed.returncode == 2
+    assert parsed.stderr.startswith("mentions.py: error: syntax error at line 3")
+    # A file that never mentions a capture size is not parsed: nothing in it can be a finding.
+    unparsed = run_cgguard("check", "plain.py", cwd=tmp_path)
+    assert (unparsed.returncode, unparsed.stderr) == (0, "")
+    # The README's exit-code paragraph says exactly that, instead of promising 2 for any
+    # unparsable file.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    exit_codes = readme[readme.index("Exit codes, as in ruff"):readme.index("Nothing to check (an empty folder")]
+    assert "unparsable file" not in exit_codes
+    assert "never mentions a capture size is not parsed" in " ".join(exit_codes.split())
+
+
+# ---- 6. files that are not Python ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_6_a_named_file_that_is_not_python_is_skipped_with_a_warning(tmp_path, command):
+    _write(tmp_path, {
+        "README.md": "# Notes\n\nmin_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n",
+        "notes.txt": "hello\n",
+        "tool": "#!/usr/bin/env python3\n" + BUGGY,   # a Python script without a suffix
+        "runner.pyi": CLEAN,
+    })
+    result = run_cgguard(command, "README.md", "notes.txt", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reason = "warning: not a Python file (no .py or .pyi suffix, no python shebang); skipped"
+    assert result.stderr.splitlines() == [f"README.md: {reason}", f"notes.txt: {reason}"]
+    assert "0 files checked" in result.stdout
+    script = run_cgguard(command, "tool", "runner.pyi", cwd=tmp_path)
+    assert script.stderr == ""
+    assert "in 2 files checked" in script.stdout
+    if command == "check":
+        assert script.returncode == 1 and script.stdout.startswith("tool:4:22: CGG001 ")
+    else:
+        assert script.returncode == 0 and "min(self.max_num_reqs," in (tmp_path / "tool").read_text()
+
+
+# ---- 7. scripts/check-release ------------------------------------------------------------
+
+
+def _offline_index(folder: Path, wheel_version: str | None = None) -> dict:
+    """pip settings that see only ``folder`` (no network), holding a tiny vllm wheel if asked."""
+    folder.mkdir()
+    if wheel_version:
+        dist = f"vllm-{wheel_version}.dist-info"
+        with zipfile.ZipFile(folder / f"vllm-{wheel_version}-py3-none-any.whl", "w") as z:
+            z.writestr("vllm/__init__.py", "")
+            z.writestr("vllm/v1/worker/gpu_model_runner.py", BUGGY)
+            z.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: vllm\nVersion: {wheel_version}\n")
+            z.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+            z.writestr(f"{dist}/RECORD", "")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update({"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"})
+    return env
+
+
+def test_7_check_release_says_in_one_line_when_a_version_cannot_be_downloaded(tmp_path):
+    env = _offline_index(tmp_path / "index")
+    result = subprocess.run([str(REPO / "scripts" / "check-release"), "9.9.9"], capture_output=True, text=True,
+                            env=env, timeout=300, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "scripts/check-release: error: cannot download vLLM 9.9.9: No matching distribution found for vllm==9.9.9\n"
+    )
+    usage = subprocess.run([str(REPO / "scripts" / "check-release")], capture_output=True, text=True, env=env)
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and "usage:" in usage.stderr
+
+
+def test_7_check_release_runs_cgguard_on_a_downloaded_release(tmp_path):
+    env = _offline_index(tmp_path / "index", "0.25.0")
+    result = subprocess.run([str(REPO / "scripts" / "check-release"), "0.25.0"], capture_output=True, text=True,
+                            env=env, timeout=300, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("vllm/v1/worker/gpu_model_runner.py:3:22: CGG001 ")
+    assert result.stderr == "vLLM 0.25.0: 2 Python files\n"
+
+
+# ---- 8. --help ------------------------------------------------------------------------------
+
+
+def test_8_help_gives_each_command_a_whole_one_line_description():
+    result = run_cgguard("--help", env={"COLUMNS": "80"})
+    assert result.returncode == 0
+    commands = result.stdout[result.stdout.index("Commands:\n") + len("Commands:\n"):].splitlines()
+    names = [line.split()[0] for line in commands]
+    assert names == ["check", "config", "doctor", "estimate", "fix", "rule"]  # one line each
+    for line in commands:
+        assert len(line) <= 80 and "..." not in line and line.endswith("."), line
+
+
+# ---- 9. short messages, the why elsewhere, the hint ----------------------------------------
+
+
+def test_9_findings_are_short_lines_and_the_summary_points_to_cgguard_rule(tmp_path):
+    _write(tmp_path, {"runner.py": BUGGY, "suggest.py": SUGGESTION_ONLY})
+    result = run_cgguard("check", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    *lines, summary = result.stdout.splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        message = re.match(r"^[^:]+:\d+:\d+: CGG\d{3} (.*)$", line).group(1)
+        assert len(message) <= 120, message
+    runner = next(line for line in lines if line.startswith("runner.py"))
+    assert "min(self.max_num_reqs," in runner  # what to write instead
+    assert summary == (
+        "Found 2 findings (1 fixable with `cgguard fix`) in 2 files checked. "
+        "Run `cgguard rule CODE` (CGG001, CGG002) for why and how to fix."
+    )
+    # The longer why: in `full` and in `cgguard rule`.
+    full = run_cgguard("check", "--format", "full", "runner.py", cwd=tmp_path).stdout
+    assert "  = why: `max_cudagraph_capture_size` counts tokens." in full
+    assert "  = help: `cgguard rule CGG001`" in full
+    assert "counts **tokens**" in run_cgguard("rule", "CGG001").stdout
+    # No finding, no hint.
+    _write(tmp_path, {"runner.py": CLEAN, "suggest.py": CLEAN})
+    assert "cgguard rule" not in run_cgguard("check", ".", cwd=tmp_path).stdout
+
+
+# ---- 12. outside git: the same files from any working directory --------------------------------
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "cgguard.toml", ".git"])
+def test_12_outside_git_the_root_gitignore_applies_from_any_working_directory(tmp_path, marker):
+    root = _write(tmp_path / "proj", {
+        ".gitignore": "generated_*.py\n",
+        "sub/generated_a.py": BUGGY,
+        "sub/deep/runner.py": BUGGY,
+    })
+    # A root marker with no settings in it; `.git` as a plain folder git cannot use.
+    (root / marker).mkdir() if marker == ".git" else (root / marker).write_text("")
+    env = {"GIT_CEILING_DIRECTORIES": str(tmp_path), "GIT_DIR": str(tmp_path / "no-such-git-dir")}
+    runs = {
+        "from the root": run_cgguard("check", "sub", cwd=root, env=env),
+        "from the folder": run_cgguard("check", ".", cwd=root / "sub", env=env),
+        "from elsewhere": run_cgguard("check", "proj/sub", cwd=tmp_path, env=env),
+        "from below": run_cgguard("check", "..", cwd=root / "sub" / "deep", env=env),
+    }
+    for where, result in runs.items():
+        assert result.returncode == 1, (where, result.stderr)
+        found = [line.split(":", 1)[0] for line in result.stdout.splitlines() if ": CGG001 " in line]
+        assert len(found) == 1 and found[0].endswith("deep/runner.py"), (where, result.stdout)
+        assert result.stdout.splitlines()[-1].startswith("Found 1 finding (1 fixable with `cgguard fix`) in 1 file")
