@@ -267,9 +267,15 @@ def test_9_findings_are_short_lines_and_the_summary_points_to_cgguard_rule(tmp_p
     assert "  = why: `max_cudagraph_capture_size` counts tokens." in full
     assert "  = help: `cgguard rule CGG001`" in full
     assert "counts **tokens**" in run_cgguard("rule", "CGG001").stdout
+    # The README shows exactly this output.
+    from tests.workflow.conftest import readme_snippet
+
+    (tmp_path / "only").mkdir()
+    (tmp_path / "only" / "runner.py").write_text(BUGGY)
+    assert run_cgguard("check", "runner.py", cwd=tmp_path / "only").stdout == readme_snippet("check-output")
     # No finding, no hint.
     _write(tmp_path, {"runner.py": CLEAN, "suggest.py": CLEAN})
-    assert "cgguard rule" not in run_cgguard("check", ".", cwd=tmp_path).stdout
+    assert "cgguard rule" not in run_cgguard("check", "runner.py", "suggest.py", cwd=tmp_path).stdout
 
 
 # ---- 12. outside git: the same files from any working directory --------------------------------
