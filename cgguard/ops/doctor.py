@@ -118,7 +118,10 @@ class Diagnosis:
 
 def _lint(paths: Sequence[str]) -> tuple[int, list[Finding], list[FileError]]:
     run = check_paths(paths)
-    return len(run.files), run.findings, run.errors
+    # A path with nothing to check (a folder without Python files) is a warning for
+    # `cgguard check`; for doctor it leaves the answer open, as an error does.
+    skipped = [FileError(r.path, r.skipped) for r in run.skipped]
+    return run.checked, run.findings, run.errors + skipped
 
 
 def diagnose_installed(search_path: Sequence[str] | None = None) -> Diagnosis:

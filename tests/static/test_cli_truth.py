@@ -125,6 +125,15 @@ def test_3_nothing_to_check_is_one_warning_and_exit_0(tmp_path, command):
     assert (forced.returncode, forced.stderr) == (0, "cgguard: warning: no Python files to check\n")
 
 
+def test_3_for_doctor_a_folder_without_python_still_leaves_the_answer_open(tmp_path):
+    # `check` warns and exits 0; doctor cannot call such a tree "not affected".
+    (tmp_path / "empty").mkdir()
+    result = run_cgguard("doctor", "--path", "empty", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "in 0 files checked" in result.stdout
+    assert result.stderr.startswith("empty: error: no Python files to check in this folder")
+
+
 # ---- 4. a missing path -------------------------------------------------------------------
 
 
