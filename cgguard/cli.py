@@ -197,7 +197,10 @@ def _stdin(stdin_filename, settings):
 @main.command()
 @_run_options
 def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename) -> None:
-    """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input)."""
+    """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input).
+
+    Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
+    """
     from cgguard.static.workflow.formats import Sources
     from cgguard.static.driver.run import check_paths, check_text
     from cgguard.static.workflow.selection import make_filter
@@ -226,6 +229,9 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
 
     `cgguard fix -` reads standard input and writes the fixed source to standard
     output (the report goes to standard error).
+
+    Exit codes: 0 nothing remains, 1 findings remain (with --diff: also when it
+    would fix something), 2 errors (errors win).
     """
     from cgguard.static.workflow.formats import Sources
     from cgguard.static.driver.run import fix_paths
