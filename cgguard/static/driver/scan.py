@@ -1,29 +1,30 @@
-"""Check one source text: decide what to parse, run the flow, turn hits into findings.
+"""Check one source text: decide what libcst parses, run the rules, turn reports into findings.
 
 Two paths give the same findings (a test compares them over all of vLLM):
 
-- the *full* path parses the whole file with :mod:`ast` and walks every scope;
+- the *full* path parses the whole file with libcst and runs the rules on every scope;
 - the *fast* path (default) first looks for the capture-size substrings every rule
-  needs (most files have none and are never parsed), then parses only the
-  functions that contain them, cut out by indentation. Anything it cannot cut
-  cleanly (a match outside a function, a chunk that does not parse) falls back to
-  the full path for that file.
+  needs (most files have none and are never parsed), then cuts out the functions
+  that contain them (by indentation) and screens each for a block-count word (a
+  sink the rules know: ``*blocks``, ``available_memory``, profiling builders); only
+  functions holding both are parsed, and libcst is imported only when one is.
+  Positions are resolved only on a chunk with a hit. Anything it cannot cut
+  cleanly (a needle outside a function, a chunk that does not parse) falls back
+  to the full path for that file; a file with a finding must also parse whole.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from itertools import accumulate
 
+from cgguard.static.driver.findings import Finding, Fix, TextEdit
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
-from cgguard.static.rules.edits import build_fix
-from cgguard.static.driver.findings import Finding
-from cgguard.static.rules.flow import MAX, ClassFacts, Hit, ScopeFlow
-from cgguard.static.rules.messages import message_for
 from cgguard.static.driver.sourcetext import SourceText
+from cgguard.static.rules.vocabulary import SINK_WORDS
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
@@ -61,88 +62,282 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     if fast and not might_match(text):
         return []
     lines = split_lines(text)
-    # 1-based numbers of the lines that mention a capture size: scopes and statements
-    # without one cannot start a taint, so the flow skips them (exactly, not heuristically).
     needles = _needle_lines(text, lines)
-    hits: list[tuple[Hit, int]] = []  # (hit, line offset of the tree it came from)
-    chunks = _function_chunks(lines, needles) if fast else None
+    if not fast:
+        validate(text, path)
+        return deep(lambda: _full(text, lines, path, needles))
+    chunks = _function_chunks(lines, needles)
     if chunks is None:
-        tree = ast.parse(text, filename=path)
-        hits = [(h, 0) for h in _walk(tree, None, lines, 0, needles)]
-    else:
-        for start, end, facts in chunks:
-            indented = lines[start][:1] in (" ", "\t")
-            source = ("if 1:\n" if indented else "") + "".join(lines[start:end])
-            offset = start - (1 if indented else 0)
-            try:
-                tree = ast.parse(source, filename=path)
-            except SyntaxError:
-                return check_source(text, path, fast=False)
-            hits.extend((h, offset) for h in _walk(tree, facts, lines, offset, needles))
-        if hits:
-            # Findings are rare and their fix depends on the whole class (which request
-            # count it offers) and on the whole file parsing: settle them on the full
-            # parse, which the chunks were only a shortcut to.
-            return check_source(text, path, fast=False)
+        # A needle outside any function: the file is parsed whole, by libcst if it can
+        # hold a sink, else only by Python's parser (to report a syntax error, as before).
+        validate(text, path)
+        if SINK_WORDS.search(text):
+            return deep(lambda: _full(text, lines, path, needles))
+        return []
+    # Only functions that also hold a block-count word can hold a finding: libcst
+    # parses those. The others are parsed by Python's parser alone, so the syntax
+    # errors cgguard reports stay those of every function holding a capture size.
+    screened = []
+    for start, end in chunks:
+        chunk = "".join(lines[start:end])
+        try:
+            validate(_parsable(lines, start, chunk), path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            validate(text, path)  # the whole file must fail too (else: a cut the chunk did not survive)
+            return deep(lambda: _full(text, lines, path, needles))
+        if SINK_WORDS.search(chunk):
+            screened.append((start, end))
+    if not screened:
+        return []
+    return deep(lambda: _check_chunks(text, lines, path, needles, screened))
+
+
+def _parsable(lines: list[str], start: int, chunk: str) -> str:
+    """A function cut out of a file as a module: an indented one goes under ``if 1:``."""
+    return ("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk
+
+
+def _check_chunks(text, lines, path, needles, chunks) -> list[Finding]:
+    findings: list[Finding] = []
     src = SourceText(text, lines)
-    findings = [_to_finding(h, off, src, path) for h, off in hits]
+    whole = _WholeFile(text, lines, path)
+    for start, end in chunks:
+        offset = start - (1 if lines[start][:1] in (" ", "\t") else 0)
+        module = parse(_parsable(lines, start, "".join(lines[start:end])), path)  # validated already
+        from cgguard.static.rules.engine import scope_hits
+
+        positions = _Positions(module, offset)
+        hits = scope_hits(module, whole.class_around(start + 1), _class_facts_at(lines, positions))
+        if hits:
+            findings.extend(_findings(hits, module, positions, src, path, whole.none_checked))
+    if findings:
+        whole.check_parses()  # the full path would parse the whole file: a finding needs it to
     return sorted(set(findings), key=Finding.sort_key)
 
 
-# ---- scopes -----------------------------------------------------------------
+def validate(source: str, path: str) -> None:
+    """Python's own parser rules first (cheap next to libcst), on the calling thread.
+
+    What it refuses raises its own SyntaxError or RecursionError, as ``cgguard``
+    always reported them, so libcst never sees nesting deeper than Python accepts.
+    libcst nests an ``a or b or ...`` chain one level per operand where Python keeps
+    it flat: a chain longer than :data:`MAX_CHAIN` is refused as too deeply nested.
+    """
+    tree = ast.parse(source, filename=path)
+    if source.count(" or ") + source.count(" and ") > MAX_CHAIN and _longest_chain(tree) > MAX_CHAIN:
+        raise RecursionError("boolean operator chain too long")
 
 
-def _walk(
-    tree: ast.AST, facts: ClassFacts | None, lines: list[str], offset: int, needles: list[int]
-) -> list[Hit]:
-    """Run the flow over every scope in ``tree``; methods get their class's facts."""
-    hits: list[Hit] = []
+def parse(source: str, path: str):
+    """libcst's module for ``source`` (already :func:`validate`-d); call it inside :func:`deep`."""
+    import libcst as cst
 
-    def has_needle(node: ast.AST) -> bool:
-        lo = getattr(node, "lineno", None)
-        if lo is None:
-            return True
-        i = bisect_left(needles, lo + offset)
-        return i < len(needles) and needles[i] <= node.end_lineno + offset
-
-    def visit(node: ast.AST, facts: ClassFacts | None) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            positional = a.posonlyargs + a.args
-            params = [p.arg for p in positional + a.kwonlyargs]
-            # Default values, by parameter name (a capture-size default starts a taint).
-            defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-            defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-            hits.extend(ScopeFlow(facts, params, has_needle, defaults).run(node.body))
-        elif isinstance(node, ast.ClassDef):
-            start = node.lineno - 1 + offset
-            end = node.end_lineno + offset
-            facts = _class_facts(node.name, lines, start, end)
-            hits.extend(ScopeFlow(None, [], has_needle).run(node.body))
-        elif isinstance(node, ast.Module):
-            hits.extend(ScopeFlow(None, [], has_needle).run(node.body))
-        for child in _scope_children(node, has_needle):
-            visit(child, facts)
-
-    if needles:
-        visit(tree, facts)
-    return hits
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise SyntaxError(
+            f"libcst cannot parse this: {exc.message}", (path, exc.raw_line, exc.raw_column + 1, None)
+        ) from None
 
 
-def _scope_children(node: ast.AST, has_needle):
-    """Function and class definitions inside ``node``'s scope that mention a capture size."""
-    stack = [c for c in ast.iter_child_nodes(node) if has_needle(c)]
+MAX_CHAIN = 50_000
+_DEEP_STACK = 1 << 30  # bytes of stack for the thread that parses and walks (virtual: only what is used counts)
+_DEEP_RECURSION = 400_000
+
+
+def _longest_chain(tree: ast.AST) -> int:
+    return max((len(n.values) for n in ast.walk(tree) if isinstance(n, ast.BoolOp)), default=0)
+
+
+def deep(work):
+    """Run ``work()`` on a thread with a large stack and recursion limit.
+
+    libcst's parser and tree walks recurse once per nesting level; generated code
+    nests far deeper than the main thread's stack allows. The calling thread waits.
+    """
+    import sys
+    import threading
+
+    result: list = []
+    error: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+            error.append(exc)
+
+    old_size = threading.stack_size(_DEEP_STACK)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION))
+    try:
+        thread = threading.Thread(target=run, name="cgguard-libcst", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(old_size)
+    try:
+        thread.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def _full(text: str, lines: list[str], path: str, needles: list[int]) -> list[Finding]:
+    module = parse(text, path)
+    if not needles:
+        return []
+    from cgguard.static.rules.engine import scope_hits
+
+    positions = _Positions(module, 0)
+    hits = scope_hits(module, None, _class_facts_at(lines, positions))
+    findings = _findings(hits, module, positions, SourceText(text, lines), path) if hits else []
+    return sorted(set(findings), key=Finding.sort_key)
+
+
+# ---- positions and findings -------------------------------------------------------
+
+
+class _Positions:
+    """Node spans in file coordinates, resolved on first use (a hit) for the whole module."""
+
+    def __init__(self, module, offset: int):
+        self.module = module
+        self.offset = offset
+        self._ranges = None
+
+    def __call__(self, node) -> tuple[int, int, int, int]:
+        if self._ranges is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            self._ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        r = self._ranges[node]
+        return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
+
+
+def _class_facts_at(lines: list[str], positions: _Positions):
+    """Facts of a class parsed in ``module``: its lines, found from its position when needed."""
+    from cgguard.static.rules.flow import ClassFacts
+
+    def facts(node) -> ClassFacts:
+        def class_lines() -> list[str]:
+            first, _, last, _ = positions(node)
+            return lines[first - 1 : last]
+
+        return ClassFacts(node.name.value, class_lines)
+
+    return facts
+
+
+class _WholeFile:
+    """The whole file, parsed by Python's own parser only when a chunk has a hit.
+
+    A finding needs the file to parse (as the full path would), and a method's
+    class (outside the chunk) tells which request count the fix can use. Both come
+    from this one cheap parse; the rules' analysis stays on libcst. Per-file facts
+    are kept here so that many findings in one file cost linear time.
+    """
+
+    def __init__(self, text: str, lines: list[str], path: str):
+        self.text, self.lines, self.path = text, lines, path
+        self._tree: ast.Module | None = None
+        self._classes: list[tuple[int, int, object]] | None = None
+        self.none_checked: dict[str, bool] = {}
+
+    def check_parses(self) -> None:
+        if self._tree is None:
+            self._tree = ast.parse(self.text, filename=self.path)
+
+    def class_around(self, lineno: int) -> "_LazyClassFacts":
+        """Facts of the innermost class holding line ``lineno``, looked up on first use."""
+        return _LazyClassFacts(self, lineno)
+
+    def facts_at(self, lineno: int):
+        if self._classes is None:
+            from cgguard.static.rules.flow import ClassFacts
+
+            self.check_parses()
+            self._classes = []
+            for node in _classes(self._tree):
+                lines = self.lines[node.lineno - 1 : node.end_lineno]
+                self._classes.append((node.lineno, node.end_lineno, ClassFacts(node.name, lambda lines=lines: lines)))
+        inside = [c for c in self._classes if c[0] < lineno <= c[1]]
+        return max(inside, key=lambda c: c[0])[2] if inside else None
+
+
+def _classes(tree: ast.AST) -> list[ast.ClassDef]:
+    """Every class of the module, at any depth (classes are statements)."""
+    found = []
+    stack = list(ast.iter_child_nodes(tree))
     while stack:
-        cur = stack.pop()
-        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield cur
-        else:
-            stack.extend(c for c in ast.iter_child_nodes(cur) if has_needle(c))
+        node = stack.pop()
+        if isinstance(node, ast.expr):
+            continue
+        if isinstance(node, ast.ClassDef):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
-def _class_facts(name: str, lines: list[str], start: int, end: int) -> ClassFacts:
-    """Facts of the class on ``lines[start:end]``, read only if a fix needs them."""
-    return ClassFacts(name, lambda: lines[start:end])
+class _LazyClassFacts:
+    """ClassFacts of the class around a chunk; nothing is parsed unless a fix asks."""
+
+    def __init__(self, whole: _WholeFile, lineno: int):
+        self._whole, self._lineno = whole, lineno
+        self._facts = None
+        self._resolved = False
+
+    def _get(self):
+        if not self._resolved:
+            self._facts = self._whole.facts_at(self._lineno)
+            self._resolved = True
+        return self._facts
+
+    @property
+    def name(self) -> str | None:
+        facts = self._get()
+        return facts.name if facts else None
+
+    @property
+    def is_runner(self) -> bool:
+        facts = self._get()
+        return facts.is_runner if facts else False
+
+    @property
+    def self_attrs(self) -> frozenset[str]:
+        facts = self._get()
+        return facts.self_attrs if facts else frozenset()
+
+
+def _findings(hits, module, positions: _Positions, src: SourceText, path: str, none_checked=None) -> list[Finding]:
+    from cgguard.static.rules.base import Context
+    from cgguard.static.rules.engine import reports, statement_lines
+
+    ctx = Context(module, src.text, src.lines, positions, none_checked)
+    out = []
+    for report in reports(hits, ctx):
+        line, col, end_line, end_col = ctx.span(report.hit.node)
+        fix = None
+        if report.fix is not None:
+            rep = report.fix.replacement
+            first, c0, last, c1 = ctx.span(rep.old)
+            edit = TextEdit(src.char_offset(first, c0), src.char_offset(last, c1), ctx.code(rep.core))
+            fix = Fix(report.fix.applicability, report.fix.description, (edit,))
+        out.append(
+            Finding(
+                path=path,
+                line=line,
+                col=col + 1,
+                end_line=end_line,
+                end_col=end_col + 1,
+                code=report.code,
+                message=report.message,
+                fix=fix,
+                stmt_lines=statement_lines(report.hit.stmt, ctx),
+            )
+        )
+    return out
 
 
 def _indent(line: str) -> int | None:
@@ -175,8 +370,8 @@ def _is_continuation(lines: list[str], i: int) -> bool:
 
 
 def _function_chunks(lines: list[str], needles: list[int]):
-    """(start, end, class facts) of each function holding a needle; None to parse all."""
-    chunks: dict[int, tuple[int, int, ClassFacts | None]] = {}
+    """(start, end) of each outermost function holding a needle; None to parse all."""
+    chunks: dict[int, tuple[int, int]] = {}
     covered = 0  # needles before this line index lie in a chunk already found
     for i in (n - 1 for n in needles):
         if i < covered:
@@ -195,13 +390,11 @@ def _function_chunks(lines: list[str], needles: list[int]):
         end = _block_end(lines, start)
         if end <= i:
             return None
-        # No class facts here: a chunk with a hit is settled on the full parse,
-        # which reads them from the real class.
-        chunks[start] = (start, end, None)
+        chunks[start] = (start, end)
         covered = max(covered, end)
     # Nested chunks: keep only outermost functions (their walk covers the inner ones).
     spans = sorted(chunks.values(), key=lambda c: (c[0], -c[1]))
-    kept: list[tuple[int, int, ClassFacts | None]] = []
+    kept: list[tuple[int, int]] = []
     for c in spans:
         if kept and c[0] < kept[-1][1]:
             continue
@@ -224,28 +417,3 @@ def _enclosing(lines: list[str], i: int, header: re.Pattern) -> int | None:
         if level == 0:
             return None
     return None
-
-
-# ---- findings ---------------------------------------------------------------
-
-
-def _to_finding(hit: Hit, offset: int, src: SourceText, path: str) -> Finding:
-    lines = src.lines
-    node = hit.node
-    line = node.lineno + offset
-    end_line = node.end_lineno + offset
-    col = src.col(line, node.col_offset)
-    end_col = src.col(end_line, node.end_col_offset)
-    code = "CGG002" if hit.kind == MAX else "CGG001"
-    fix, bound = build_fix(hit, offset, src)
-    return Finding(
-        path=path,
-        line=line,
-        col=col + 1,
-        end_line=end_line,
-        end_col=end_col + 1,
-        code=code,
-        message=message_for(code, hit, lines, offset, bound),
-        fix=fix,
-        stmt_lines=(hit.stmt_span[0] + offset, hit.stmt_span[1] + offset) if hit.stmt_span[0] else (0, 0),
-    )

@@ -36,3 +36,9 @@ class SourceText:
             pattern = rf"\b{re.escape(name)}\s+is\s+(not\s+)?None\b"
             self._none_checked[name] = re.search(pattern, self.text) is not None
         return self._none_checked[name]
+
+    def char_offset(self, lineno: int, col: int) -> int:
+        """Character offset into the text of a (1-based line, character column) position."""
+        if self._starts is None:
+            self._starts = list(accumulate(map(len, self.lines), initial=0))
+        return self._starts[lineno - 1] + col

@@ -1,24 +1,27 @@
 """Data flow from capture sizes (tokens) to block counts (sequences), one scope at a time.
 
 A *scope* is a function body, a class body or the module body, without the scopes
-nested in it. Statements are walked in order; every local name or attribute chain
-assigned in the scope remembers whether its value derives from a capture size
-(a :class:`Taint`). When a tainted value reaches a block-count sink (see
-:mod:`cgguard.static.rules.vocabulary`), a :class:`Hit` is recorded at the place the
-value *becomes* the count, with what the fix would wrap.
+nested in it (libcst nodes throughout). Statements are walked in order; every local
+name or attribute chain assigned in the scope remembers whether its value derives
+from a capture size (a :class:`Taint`). When a tainted value reaches a block-count
+sink (see :mod:`cgguard.static.rules.vocabulary`), a :class:`Hit` is recorded at the
+place the value *becomes* the count, with the node the fix would wrap.
 
 The walk is deliberately simple (no branches merged, no fixed point): block
 counts in vLLM and its forks are straight-line code, and a forward walk sees
 ``try/finally`` save/restore, walrus targets and several hops through locals.
+No positions are needed here: the driver resolves them only for the nodes of a hit.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Sequence
 
+import libcst as cst
+
+from cgguard.static.rules import nodes
 from cgguard.static.rules import vocabulary as vocab
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
@@ -33,7 +36,7 @@ _PASSTHROUGH_CALLS = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up
 @dataclass(frozen=True)
 class Taint:
     kind: str
-    source: ast.expr  # the capture-size expression it came from
+    source: cst.BaseExpression  # the capture-size expression it came from
     reported: bool = False
 
 
@@ -42,25 +45,27 @@ class Rewrite:
     """Where the fix goes: wrap ``target`` as ``min(R, target)``.
 
     With ``has_fallback`` the target is the first operand of ``target or K`` and
-    keeps its ``or K``; otherwise ``or 1`` is added (in parentheses when
-    ``needs_parens``).
+    keeps its ``or K`` (``fallbacks``); otherwise ``or 1`` is added (in parentheses
+    when ``needs_parens``).
     """
 
-    target: ast.expr
+    target: cst.BaseExpression
     has_fallback: bool
     needs_parens: bool
-    whole: ast.expr | None = None  # the ``target or K`` expression, with a fallback
+    whole: cst.BaseExpression | None = None  # the ``target or K`` expression, with a fallback
+    fallbacks: tuple[cst.BaseExpression, ...] = ()  # K, ... (the operands after the count)
+    operators: tuple[cst.BaseBooleanOp, ...] = ()  # the ``or`` before each of them
 
 
 @dataclass
 class Hit:
     kind: str  # TOKEN or MAX
     sink: str  # what receives the count, for the message
-    node: ast.expr  # the expression that becomes the count (location)
-    source: ast.expr  # the capture-size expression
+    node: cst.BaseExpression  # the expression that becomes the count (location)
+    source: cst.BaseExpression  # the capture-size expression
     rewrite: Rewrite | None
     request: str | None  # request-count expression the fix would use
-    stmt_span: tuple[int, int] = (0, 0)  # lines of the statement (a compound one's header)
+    stmt: cst.CSTNode | None = None  # the statement (a compound one: its header) for suppressions
 
 
 class ClassFacts:
@@ -88,23 +93,36 @@ class ClassFacts:
 # A marker stored in the environment for locals holding a request count.
 _REQUEST = object()
 
+_SKIPPED_EXPRS = (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)
+
+
+def or_operands(node: cst.BooleanOperation):
+    """``a or b or c`` (libcst nests it left) -> ([a, b, c], [or, or]); same for ``and``."""
+    values: list[cst.BaseExpression] = [node.right]
+    ops = [node.operator]
+    kind = type(node.operator)
+    left = node.left
+    while isinstance(left, cst.BooleanOperation) and isinstance(left.operator, kind) and not left.lpar:
+        values.append(left.right)
+        ops.append(left.operator)
+        left = left.left
+    values.append(left)
+    values.reverse()
+    ops.reverse()
+    return values, ops
+
 
 class ScopeFlow:
     def __init__(
         self,
         class_facts: ClassFacts | None,
         params: list[str],
-        has_needle: Callable[[ast.AST], bool] = lambda node: True,
-        defaults: dict[str, ast.expr] | None = None,
+        defaults: dict[str, cst.BaseExpression] | None = None,
     ):
         self.class_facts = class_facts
-        # Whether a node's lines mention a capture size; with no taint in the scope yet,
-        # expressions that do not cannot reach a sink with one.
-        self.has_needle = has_needle
-        self.tainted = False
-        self.current_stmt: ast.stmt | None = None
+        self.current_stmt: cst.CSTNode | None = None
         self.env: dict[str, object] = {}
-        self.aliases: dict[str, ast.expr] = {}  # local name -> expression it aliases
+        self.aliases: dict[str, cst.BaseExpression] = {}  # local name -> expression it aliases
         for p in params:
             if p in vocab.REQUEST_COUNT_NAMES:
                 self.env[p] = _REQUEST
@@ -114,98 +132,101 @@ class ScopeFlow:
             taint = self.taint_of(default)
             if taint is not None:
                 self.env[p] = taint
-                self.tainted = True
 
     # ---- expressions -------------------------------------------------------
-    def taint_of(self, node: ast.expr) -> Taint | None:
-        if vocab.capture_source_kind(node):
+    def taint_of(self, node: cst.BaseExpression) -> Taint | None:
+        if nodes.capture_source_kind(node):
             return Taint(TOKEN, node)
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            key = vocab.dotted(node)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            key = nodes.dotted(node)
             value = self.env.get(key) if key else None
             return value if isinstance(value, Taint) else None
-        if isinstance(node, ast.BoolOp):
-            for v in node.values:
-                t = self.taint_of(v)
-                if t:
-                    return t
-            return None
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, cst.BooleanOperation):
             return self.taint_of(node.left) or self.taint_of(node.right)
-        if isinstance(node, ast.UnaryOp):
-            return self.taint_of(node.operand)
-        if isinstance(node, ast.IfExp):
+        if isinstance(node, cst.BinaryOperation):
+            return self.taint_of(node.left) or self.taint_of(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return self.taint_of(node.expression)
+        if isinstance(node, cst.IfExp):
             return self.taint_of(node.body) or self.taint_of(node.orelse)
-        if isinstance(node, ast.NamedExpr):
+        if isinstance(node, cst.NamedExpr):
             return self.taint_of(node.value)
-        if isinstance(node, ast.Call):
-            callee = vocab.last_name(node.func)
+        if isinstance(node, cst.Call):
+            callee = nodes.last_name(node.func)
+            args = nodes.positional(node)
             if callee == "min":
-                if any(self._is_request(a) for a in node.args):
+                if any(self._is_request(a.value) for a in args):
                     return None
-                tainted = [self.taint_of(a) for a in node.args]
+                tainted = [self._arg_taint(a) for a in args]
                 # min(capture, other) is bounded by the other value: not per-token.
                 if all(tainted) and tainted:
                     return tainted[0]
                 return None
-            if callee == "max" and len(node.args) > 1:
-                for a in node.args:
-                    t = self.taint_of(a)
+            if callee == "max" and len(args) > 1:
+                for a in args:
+                    t = self._arg_taint(a)
                     if t:
                         return replace(t, kind=MAX)
                 return None
-            if callee in _PASSTHROUGH_CALLS and node.args:
-                return self.taint_of(node.args[0])
+            if callee in _PASSTHROUGH_CALLS and args:
+                return self._arg_taint(args[0])
         return None
 
-    def _is_request(self, node: ast.expr) -> bool:
-        if vocab.mentions_request_count(node):
+    def _arg_taint(self, arg: cst.Arg) -> Taint | None:
+        return None if arg.star else self.taint_of(arg.value)
+
+    def _is_request(self, node: cst.CSTNode) -> bool:
+        if nodes.mentions_request_count(node):
             return True
-        for sub in ast.walk(node):
-            key = vocab.dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+        for sub in nodes.walk(node):
+            key = nodes.dotted(sub) if isinstance(sub, (cst.Name, cst.Attribute)) else None
             if key and self.env.get(key) is _REQUEST:
                 return True
         return False
 
-    def locate(self, node: ast.expr, parent: ast.AST | None) -> Rewrite | None:
+    def locate(self, node: cst.BaseExpression, parent: cst.CSTNode | None) -> Rewrite | None:
         """The smallest sub-expression of a tainted ``node`` that is the count."""
         if not self.taint_of(node):
             return None
-        if vocab.capture_source_kind(node) or isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+        if nodes.capture_source_kind(node) or isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
             return Rewrite(node, has_fallback=False, needs_parens=_needs_parens(node, parent))
-        if isinstance(node, ast.BoolOp):
-            first, rest = node.values[0], node.values[1:]
+        if isinstance(node, cst.BooleanOperation):
+            values, ops = or_operands(node)
+            first, rest = values[0], values[1:]
             if (
-                isinstance(node.op, ast.Or)
+                isinstance(node.operator, cst.Or)
                 and self.taint_of(first)
                 and not any(self.taint_of(v) for v in rest)
             ):
-                return Rewrite(first, has_fallback=True, needs_parens=False, whole=node)
-            for v in node.values:
+                return Rewrite(
+                    first, has_fallback=True, needs_parens=False, whole=node,
+                    fallbacks=tuple(rest), operators=tuple(ops),
+                )
+            for v in values:
                 r = self.locate(v, node)
                 if r:
                     return r
             return None
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, cst.BinaryOperation):
             return self.locate(node.left, node) or self.locate(node.right, node)
-        if isinstance(node, ast.UnaryOp):
-            return self.locate(node.operand, node)
-        if isinstance(node, ast.IfExp):
+        if isinstance(node, cst.UnaryOperation):
+            return self.locate(node.expression, node)
+        if isinstance(node, cst.IfExp):
             return self.locate(node.body, node) or self.locate(node.orelse, node)
-        if isinstance(node, ast.NamedExpr):
+        if isinstance(node, cst.NamedExpr):
             return self.locate(node.value, node)
-        if isinstance(node, ast.Call):
-            callee = vocab.last_name(node.func)
+        if isinstance(node, cst.Call):
+            callee = nodes.last_name(node.func)
             if callee == "max" or callee in _PASSTHROUGH_CALLS:
-                for a in node.args:
-                    r = self.locate(a, node)
+                for a in nodes.positional(node):
+                    r = None if a.star else self.locate(a.value, node)
                     if r:
                         return r
             return None
         return None
 
     # ---- request count for the fix ----------------------------------------
-    def request_for(self, source: ast.expr) -> str | None:
+    def request_for(self, source: cst.BaseExpression) -> str | None:
         recv = _receiver(source)
         text = self._resolve(recv) if recv is not None else None
         if text is not None:
@@ -218,17 +239,17 @@ class ScopeFlow:
                 return key
         return None
 
-    def _resolve(self, node: ast.expr, depth: int = 0) -> str | None:
+    def _resolve(self, node: cst.BaseExpression, depth: int = 0) -> str | None:
         """Text of a receiver chain with local aliases substituted."""
-        if isinstance(node, ast.Name):
-            alias = self.aliases.get(node.id)
+        if isinstance(node, cst.Name):
+            alias = self.aliases.get(node.value)
             if alias is not None and depth < 8:
                 return self._resolve(alias, depth + 1)
-            return node.id
-        if isinstance(node, ast.Attribute):
+            return node.value
+        if isinstance(node, cst.Attribute):
             base = self._resolve(node.value, depth)
-            return f"{base}.{node.attr}" if base is not None else None
-        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            return f"{base}.{node.attr.value}" if base is not None else None
+        if isinstance(node, cst.Call) and not node.args:
             base = self._resolve(node.func, depth)
             return f"{base}()" if base is not None else None
         return None
@@ -267,7 +288,7 @@ class ScopeFlow:
         return None
 
     # ---- sinks --------------------------------------------------------------
-    def sink(self, value: ast.expr, sink: str, parent: ast.AST | None = None) -> Taint | None:
+    def sink(self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None = None) -> Taint | None:
         """``value`` flows into a block-count sink; record a hit unless seen."""
         taint = self.taint_of(value)
         if taint is None:
@@ -281,139 +302,145 @@ class ScopeFlow:
                     source=taint.source,
                     rewrite=self.locate(value, parent),
                     request=self.request_for(taint.source),
-                    stmt_span=_statement_span(self.current_stmt) if self.current_stmt else (0, 0),
+                    stmt=self.current_stmt,
                 )
             )
         return replace(taint, reported=True)
 
     # ---- statements ---------------------------------------------------------
-    def run(self, body: list[ast.stmt]) -> list[Hit]:
+    def run(self, body: Sequence[cst.CSTNode]) -> list[Hit]:
         for stmt in body:
             self.stmt(stmt)
         return self.hits
 
-    def stmt(self, node: ast.stmt) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    def block(self, body: cst.BaseSuite | cst.Else | cst.Finally | None) -> None:
+        if body is None:
+            return
+        if isinstance(body, (cst.Else, cst.Finally)):
+            body = body.body
+        self.run(body.body)
+
+    def stmt(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            self.run(node.body)
+            return
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             return  # separate scopes
         self.current_stmt = node  # header expressions come before nested bodies
-        if isinstance(node, ast.Assign):
+        if isinstance(node, cst.Assign):
             self.expr(node.value)
             for target in node.targets:
-                self.assign(target, node.value)
-            return
-        if isinstance(node, ast.AnnAssign):
+                self.assign(target.target, node.value)
+        elif isinstance(node, cst.AnnAssign):
             if node.value is not None:
                 self.expr(node.value)
                 self.assign(node.target, node.value)
-            return
-        if isinstance(node, ast.AugAssign):
+        elif isinstance(node, cst.AugAssign):
             self.expr(node.value)
-            return
-        # Any other statement: visit its expressions, then its nested blocks in order.
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, ast.expr):
-                self.expr(value)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.stmt):
-                        self.stmt(item)
-                    elif isinstance(item, ast.expr):
-                        self.expr(item)
-                    elif isinstance(item, (ast.excepthandler, ast.match_case)):
-                        for sub in item.body:
-                            self.stmt(sub)
-                    elif isinstance(item, ast.withitem):
-                        self.expr(item.context_expr)
+        elif isinstance(node, cst.If):
+            self.expr(node.test)
+            self.block(node.body)
+            if isinstance(node.orelse, cst.If):
+                self.stmt(node.orelse)
+            else:
+                self.block(node.orelse)
+        elif isinstance(node, cst.While):
+            self.expr(node.test)
+            self.block(node.body)
+            self.block(node.orelse)
+        elif isinstance(node, cst.For):
+            self.expr(node.target)
+            self.expr(node.iter)
+            self.block(node.body)
+            self.block(node.orelse)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            self.block(node.body)
+            for handler in node.handlers:
+                self.block(handler.body)
+            self.block(node.orelse)
+            self.block(node.finalbody)
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                self.expr(item.item)
+            self.block(node.body)
+        elif isinstance(node, cst.Match):
+            self.expr(node.subject)
+            for case in node.cases:
+                self.block(case.body)
+        else:
+            # Any other statement: its expressions, in order.
+            for child in nodes.children(node):
+                if isinstance(child, cst.BaseExpression):
+                    self.expr(child)
 
-    def assign(self, target: ast.expr, value: ast.expr) -> None:
-        name = vocab.last_name(target)
-        key = vocab.dotted(target)
+    def assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        name = nodes.last_name(target)
+        key = nodes.dotted(target)
         if name is None or key is None:
             return
         if vocab.is_sink_name(name):
             result = self.sink(value, sink=key)
         else:
             result = self.taint_of(value)
-            if result is None and isinstance(value, (ast.Name, ast.Attribute)) and self._is_request(value):
+            if result is None and isinstance(value, (cst.Name, cst.Attribute)) and self._is_request(value):
                 result = _REQUEST
         if result is None:
             self.env.pop(key, None)
         else:
             self.env[key] = result
-            self.tainted = self.tainted or isinstance(result, Taint)
-        if isinstance(target, ast.Name):
-            if isinstance(value, (ast.Name, ast.Attribute, ast.Call)):
-                self.aliases[target.id] = value
+        if isinstance(target, cst.Name):
+            if isinstance(value, (cst.Name, cst.Attribute, cst.Call)):
+                self.aliases[target.value] = value
             else:
-                self.aliases.pop(target.id, None)
+                self.aliases.pop(target.value, None)
 
-    def expr(self, node: ast.expr) -> None:
+    def expr(self, node: cst.BaseExpression) -> None:
         """Find sinks inside an expression: keywords, builder arguments, walrus targets."""
-        if not self.tainted and not self.has_needle(node):
-            return
-        stack: list[ast.AST] = [node]
+        stack: list[cst.CSTNode] = [node]
         while stack:
             cur = stack.pop()
-            if isinstance(cur, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            if isinstance(cur, _SKIPPED_EXPRS):
                 continue
-            if isinstance(cur, ast.NamedExpr):
+            if isinstance(cur, cst.NamedExpr):
                 self.expr(cur.value)
                 self.assign(cur.target, cur.value)
                 continue
-            if isinstance(cur, ast.Call):
+            if isinstance(cur, cst.Call):
                 self.call(cur)
-            stack.extend(reversed(list(ast.iter_child_nodes(cur))))
+            stack.extend(reversed(list(nodes.children(cur))))
 
-    def call(self, node: ast.Call) -> None:
-        for kw in node.keywords:
-            if kw.arg and vocab.is_sink_name(kw.arg):
-                self.sink(kw.value, sink=f"{kw.arg}=")
-        callee = vocab.last_name(node.func)
+    def call(self, node: cst.Call) -> None:
+        for arg in node.args:
+            if arg.keyword is not None and vocab.is_sink_name(arg.keyword.value):
+                self.sink(arg.value, sink=f"{arg.keyword.value}=")
+        callee = nodes.last_name(node.func)
+        args = [a for a in nodes.positional(node) if not a.star]
         # A builder also handed a request count is being bounded by it (as in
         # `profiling_block_bound(max_num_reqs, capture_size)`): nothing to report.
-        if callee and vocab.is_profiling_builder(callee) and not any(
-            self._is_request(a) for a in node.args if not isinstance(a, ast.Starred)
-        ):
-            for arg in node.args:
-                if not isinstance(arg, ast.Starred):
-                    self.sink(arg, sink=f"{callee}(...)")
+        if callee and vocab.is_profiling_builder(callee) and not any(self._is_request(a.value) for a in args):
+            for arg in args:
+                self.sink(arg.value, sink=f"{callee}(...)")
 
 
-def _statement_span(node: ast.stmt) -> tuple[int, int]:
-    """Lines a suppression comment may sit on: the statement, or a compound one's header."""
-    if not hasattr(node, "body"):
-        return node.lineno, node.end_lineno
-    end = node.lineno
-    for value in ast.iter_fields(node):
-        value = value[1]
-        items = value if isinstance(value, list) else [value]
-        for item in items:
-            if isinstance(item, ast.withitem):
-                item = item.optional_vars or item.context_expr
-            if isinstance(item, ast.expr):
-                end = max(end, item.end_lineno)
-    return node.lineno, end
-
-
-def _receiver(source: ast.expr) -> ast.expr | None:
+def _receiver(source: cst.BaseExpression) -> cst.BaseExpression | None:
     """The object a capture-size expression was read from."""
-    if isinstance(source, ast.Attribute):
+    if isinstance(source, cst.Attribute):
         return source.value
-    if isinstance(source, ast.Subscript) and isinstance(source.value, ast.Attribute):
+    if isinstance(source, cst.Subscript) and isinstance(source.value, cst.Attribute):
         return source.value.value
-    if isinstance(source, ast.Call) and isinstance(source.args[0], ast.Attribute):
-        return source.args[0].value
+    if isinstance(source, cst.Call) and isinstance(source.args[0].value, cst.Attribute):
+        return source.args[0].value.value
     return None
 
 
 # Parents where a bare ``a or b`` may stand without parentheses.
-def _needs_parens(node: ast.expr, parent: ast.AST | None) -> bool:
+def _needs_parens(node: cst.BaseExpression, parent: cst.CSTNode | None) -> bool:
     if parent is None:
         return False
-    if isinstance(parent, ast.BoolOp) and isinstance(parent.op, ast.Or):
+    if isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.Or):
         return False
-    if isinstance(parent, ast.Call) and node in parent.args:
+    if isinstance(parent, cst.Call) and any(a.value is node for a in nodes.positional(parent)):
         return False
-    if isinstance(parent, ast.NamedExpr):
+    if isinstance(parent, cst.NamedExpr):
         return False
     return True

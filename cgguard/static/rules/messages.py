@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from cgguard.static.rules.edits import REQUEST_PLACEHOLDER, _one_line, _segment, shorten
+from cgguard.static.rules.base import Context
+from cgguard.static.rules.fixes import REQUEST_PLACEHOLDER, quote, shorten
 from cgguard.static.rules.flow import Hit
 
 
-def message_for(code: str, hit: Hit, lines: list[str], offset: int, bound: str) -> str:
+def message_for(code: str, hit: Hit, ctx: Context, bound: str) -> str:
     # One short line (about 120 characters at most): what is wrong and what to write
     # instead. The why is on the rule's page (`cgguard rule CODE`, `--format full`).
     sink = shorten(hit.sink, 48)

@@ -2,13 +2,13 @@
 
 Everything here comes from the field notes (section 3). Sources count *tokens*,
 sinks count *blocks* (one per sequence is enough), request counts bound one by
-the other. Keep this module free of logic beyond matching names, so the prefilter
-in :mod:`cgguard.static.driver.prefilter` can rely on its substrings.
+the other. Keep this module free of logic beyond matching names (and free of libcst: the
+driver screens text with it before deciding to parse); node matching lives in
+:mod:`cgguard.static.rules.nodes`.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 
 # Attributes holding the largest CUDA-graph capture size (tokens). The second is the
@@ -45,6 +45,12 @@ _PROFILING_BUILDER = re.compile(
 )
 
 
+# Every sink above (block-count names, byte budgets, builder callees) contains one of
+# these words, case aside: code without any of them cannot hold a finding, so the
+# driver does not parse it (cgguard.static.driver.scan). Keep them in step.
+SINK_WORDS = re.compile(r"blocks|available_memory|profil|kv_cache_config|minimal_kv_cache", re.IGNORECASE)
+
+
 def is_block_count_name(name: str) -> bool:
     return bool(_BLOCK_COUNT_NAME.match(name))
 
@@ -56,62 +62,3 @@ def is_sink_name(name: str) -> bool:
 
 def is_profiling_builder(callee: str) -> bool:
     return bool(_PROFILING_BUILDER.search(callee))
-
-
-def last_name(node: ast.AST) -> str | None:
-    """``a.b.c`` -> ``c``; ``c`` -> ``c``; anything else -> None."""
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return None
-
-
-def dotted(node: ast.AST) -> str | None:
-    """``self.cache_config.x`` -> that text; None unless a pure chain of names."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
-def is_minus_one(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-        and node.operand.value == 1
-    )
-
-
-def capture_source_kind(node: ast.AST) -> bool:
-    """True for an expression that *is* the largest capture size (tokens).
-
-    ``<x>.max_cudagraph_capture_size``, ``<x>.max_capture_size``,
-    ``<x>.cudagraph_batch_sizes[-1]``, ``max(<x>.cudagraph_capture_sizes)``.
-    """
-    if isinstance(node, ast.Attribute):
-        return node.attr in CAPTURE_SIZE_ATTRS
-    if isinstance(node, ast.Subscript):
-        return last_name(node.value) in CAPTURE_LIST_NAMES and is_minus_one(node.slice)
-    if isinstance(node, ast.Call):
-        return (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "max"
-            and len(node.args) == 1
-            and not node.keywords
-            and last_name(node.args[0]) in CAPTURE_LIST_NAMES
-        )
-    return False
-
-
-def mentions_request_count(node: ast.AST) -> bool:
-    """True when the expression involves a request count anywhere (bounded by it)."""
-    for sub in ast.walk(node):
-        if last_name(sub) in REQUEST_COUNT_NAMES:
-            return True
-    return False

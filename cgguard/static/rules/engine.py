@@ -1,0 +1,131 @@
+"""The rule engine: run the flow over every scope of a libcst module, then the rules.
+
+Front ends (the driver's fast path, the Fixit rules, the codemod command) parse
+what they choose and call :func:`scope_hits` on it, then :func:`reports` with a
+:class:`~cgguard.static.rules.base.Context` for the hits (positions are asked for
+only there).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, Sequence
+
+import libcst as cst
+
+from cgguard.static.rules.base import Context, Report, Rule
+from cgguard.static.rules.cgg001 import CGG001
+from cgguard.static.rules.cgg002 import CGG002
+from cgguard.static.rules.flow import ClassFacts, Hit, ScopeFlow
+
+RULES: tuple[Rule, ...] = (CGG001(), CGG002())
+
+# How a front end learns what a class offers as a request count (read lazily).
+ClassFactsFor = Callable[[cst.ClassDef], ClassFacts]
+
+
+def scope_hits(tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor) -> list[Hit]:
+    """Run the flow over every scope in ``tree``; methods get their class's facts."""
+    hits: list[Hit] = []
+
+    def visit(node: cst.CSTNode, facts: ClassFacts | None) -> None:
+        if isinstance(node, cst.FunctionDef):
+            p = node.params
+            params = [a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)]
+            # Default values, by parameter name (a capture-size default starts a taint).
+            defaults = {
+                a.name.value: a.default
+                for a in (*p.posonly_params, *p.params, *p.kwonly_params)
+                if a.default is not None
+            }
+            hits.extend(ScopeFlow(facts, params, defaults).run(_body(node.body)))
+        elif isinstance(node, cst.ClassDef):
+            facts = class_facts(node)
+            hits.extend(ScopeFlow(None, []).run(_body(node.body)))
+        elif isinstance(node, cst.Module):
+            hits.extend(ScopeFlow(None, []).run(node.body))
+        for child in _scope_children(node):
+            visit(child, facts)
+
+    visit(tree, facts)
+    return hits
+
+
+def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return suite.body
+
+
+def _suites(stmt: cst.CSTNode) -> Iterator[cst.BaseSuite]:
+    """The blocks nested in a compound statement (not in a function or class)."""
+    if isinstance(stmt, cst.If):
+        yield stmt.body
+        if isinstance(stmt.orelse, cst.If):
+            yield from _suites(stmt.orelse)
+        elif stmt.orelse is not None:
+            yield stmt.orelse.body
+    elif isinstance(stmt, (cst.For, cst.While)):
+        yield stmt.body
+        if stmt.orelse is not None:
+            yield stmt.orelse.body
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        yield stmt.body
+        for handler in stmt.handlers:
+            yield handler.body
+        if stmt.orelse is not None:
+            yield stmt.orelse.body
+        if stmt.finalbody is not None:
+            yield stmt.finalbody.body
+    elif isinstance(stmt, cst.With):
+        yield stmt.body
+    elif isinstance(stmt, cst.Match):
+        for case in stmt.cases:
+            yield case.body
+
+
+def _scope_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Function and class definitions directly inside ``node``'s scope (definitions
+    are statements, so only statement blocks are searched)."""
+    if isinstance(node, cst.Module):
+        stack = list(node.body)
+    elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        stack = list(node.body.body)
+    else:
+        return
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, (cst.FunctionDef, cst.ClassDef)):
+            yield cur
+        elif not isinstance(cur, cst.SimpleStatementLine):
+            for suite in _suites(cur):
+                stack.extend(suite.body)
+
+
+def rule_for(hit: Hit) -> Rule:
+    for rule in RULES:
+        if rule.matches(hit):
+            return rule
+    raise LookupError(f"no rule reports hits of kind {hit.kind!r}")
+
+
+def reports(hits: list[Hit], ctx: Context) -> list[Report]:
+    return [rule_for(hit).report(hit, ctx) for hit in hits]
+
+
+def statement_lines(stmt: cst.CSTNode | None, ctx: Context) -> tuple[int, int]:
+    """Lines a suppression comment may sit on: the statement, or a compound one's header."""
+    if stmt is None:
+        return (0, 0)
+    first, _, last, _ = ctx.span(stmt)
+    header: list[cst.CSTNode] = []
+    if isinstance(stmt, (cst.If, cst.While)):
+        header = [stmt.test]
+    elif isinstance(stmt, cst.For):
+        header = [stmt.target, stmt.iter]
+    elif isinstance(stmt, cst.With):
+        header = [item.asname.name if item.asname else item.item for item in stmt.items]
+    elif isinstance(stmt, cst.Match):
+        header = [stmt.subject]
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        return (first, first)
+    else:
+        return (first, last)
+    return (first, max(ctx.span(h)[2] for h in header))
