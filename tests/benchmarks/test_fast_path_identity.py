@@ -405,6 +405,26 @@ CASES = {
     """),
     # Class facts (runner or not, which self attributes exist) pick the request count
     # the fix uses; the fast path reads them from text found by indentation.
+    # Needles outside functions: Python's parser cuts the file; the class or module
+    # scope is parsed whole only when it could hold a finding itself.
+    "class_field_needle_and_method_bug": (1, f"""
+        class Runner:
+            max_cudagraph_capture_size: int = 512
+            num_gpu_blocks_override: int | None = None
+
+            def f(self):
+                {BUG}
+                return min_blocks
+    """),
+    "class_scope_flow": (1, f"""
+        class Runner:
+            max_cudagraph_capture_size = 512
+            num_blocks = compilation_config.max_cudagraph_capture_size or 1
+    """),
+    "module_scope_flow": (1, f"""
+        from cfg import compilation_config
+        num_blocks = compilation_config.max_cudagraph_capture_size or 1
+    """),
     "class_hidden_by_column0_string": (1, f'''
         class MyRunner:
             def g(self):

@@ -67,13 +67,16 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         validate(text, path)
         return deep(lambda: _full(text, lines, path, needles))
     chunks = _function_chunks(lines, needles)
+    tree = None
     if chunks is None:
-        # A needle outside any function: the file is parsed whole, by libcst if it can
-        # hold a sink, else only by Python's parser (to report a syntax error, as before).
-        validate(text, path)
-        if SINK_WORDS.search(text):
+        # A needle outside any function (a class field, a module constant): Python's
+        # parser reads the whole file (reporting a syntax error, as before) and tells
+        # exactly which functions to cut; libcst parses the whole file only when the
+        # class or module scope holding such a needle could also hold a sink.
+        tree = validate(text, path)
+        chunks, scope_sink = _ast_chunks(tree, needles)
+        if scope_sink:
             return deep(lambda: _full(text, lines, path, needles))
-        return []
     # Only functions that also hold a block-count word can hold a finding: libcst
     # parses those. The others are parsed by Python's parser alone, so the syntax
     # errors cgguard reports stay those of every function holding a capture size.
@@ -89,7 +92,76 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
             screened.append((start, end))
     if not screened:
         return []
-    return deep(lambda: _check_chunks(text, lines, path, needles, screened))
+    return deep(lambda: _check_chunks(text, lines, path, needles, screened, tree))
+
+
+def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, int]], bool]:
+    """From Python's tree: the outermost functions holding a needle, as (start, end) line
+    indexes, and whether a class or module scope holding a needle could hold a finding:
+    its own code (outside its functions) names both a capture-size source (not just
+    in a string) and a sink (a block count, a byte budget, a profiling builder)."""
+    from cgguard.static.rules import vocabulary as vocab
+
+    chunks: dict[int, tuple[int, int]] = {}
+    scopes: dict[int, ast.AST] = {}
+    cache: dict[int, list[int]] = {}
+    for lineno in needles:
+        chain = _statements_at(tree, lineno, cache)
+        func = next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if func is not None:
+            chunks[func.lineno] = (func.lineno - 1, func.end_lineno)
+            continue
+        scope = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), tree)
+        scopes[id(scope)] = scope
+    for scope in scopes.values():
+        source = sink = False
+        for node in _own_nodes(scope):
+            if isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.Attribute):
+                name = node.attr
+                source = source or name in vocab.CAPTURE_SIZE_ATTRS
+            elif isinstance(node, ast.keyword):
+                name = node.arg or ""
+            else:
+                continue
+            source = source or name in vocab.CAPTURE_LIST_NAMES  # `[-1]`, `max(...)` of a list
+            sink = sink or vocab.is_sink_name(name) or vocab.is_profiling_builder(name)
+            if source and sink:
+                return [], True
+    return sorted(chunks.values()), False
+
+
+def _own_nodes(scope: ast.AST):
+    """Every node of a class or module body outside the functions and classes in it."""
+    stack = list(scope.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _statements_at(tree: ast.Module, lineno: int, cache: dict[int, list[int]]) -> list[ast.stmt]:
+    """The statements holding line ``lineno``, outermost first (bisection, block by block)."""
+    chain: list[ast.stmt] = []
+    block: list[ast.stmt] | None = tree.body
+    while block:
+        starts = cache.get(id(block))
+        if starts is None:
+            starts = cache[id(block)] = [_first_line(stmt) for stmt in block]
+        i = bisect_right(starts, lineno) - 1
+        if i < 0 or block[i].end_lineno < lineno:
+            break
+        chain.append(block[i])
+        block = _inner_block(block[i], lineno)
+    return chain
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return decorators[0].lineno if decorators else stmt.lineno
 
 
 def _parsable(lines: list[str], start: int, chunk: str) -> str:
@@ -97,10 +169,10 @@ def _parsable(lines: list[str], start: int, chunk: str) -> str:
     return ("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk
 
 
-def _check_chunks(text, lines, path, needles, chunks) -> list[Finding]:
+def _check_chunks(text, lines, path, needles, chunks, tree=None) -> list[Finding]:
     findings: list[Finding] = []
     src = SourceText(text, lines)
-    whole = _WholeFile(text, lines, path)
+    whole = _WholeFile(text, lines, path, tree)
     for start, end in chunks:
         offset = start - (1 if lines[start][:1] in (" ", "\t") else 0)
         module = parse(_parsable(lines, start, "".join(lines[start:end])), path)  # validated already
@@ -115,7 +187,7 @@ def _check_chunks(text, lines, path, needles, chunks) -> list[Finding]:
     return sorted(set(findings), key=Finding.sort_key)
 
 
-def validate(source: str, path: str) -> None:
+def validate(source: str, path: str) -> ast.Module:
     """Python's own parser rules first (cheap next to libcst), on the calling thread.
 
     What it refuses raises its own SyntaxError or RecursionError, as ``cgguard``
@@ -126,6 +198,7 @@ def validate(source: str, path: str) -> None:
     tree = ast.parse(source, filename=path)
     if source.count(" or ") + source.count(" and ") > MAX_CHAIN and _longest_chain(tree) > MAX_CHAIN:
         raise RecursionError("boolean operator chain too long")
+    return tree
 
 
 def parse(source: str, path: str):
@@ -239,10 +312,11 @@ class _WholeFile:
     are kept here so that many findings in one file cost linear time.
     """
 
-    def __init__(self, text: str, lines: list[str], path: str):
+    def __init__(self, text: str, lines: list[str], path: str, tree: ast.Module | None = None):
         self.text, self.lines, self.path = text, lines, path
-        self._tree: ast.Module | None = None
-        self._classes: list[tuple[int, int, object]] | None = None
+        self._tree = tree
+        self._starts: dict[int, list[int]] = {}
+        self._facts: dict[int, object] = {}
         self.none_checked: dict[str, bool] = {}
 
     def check_parses(self) -> None:
@@ -254,30 +328,30 @@ class _WholeFile:
         return _LazyClassFacts(self, lineno)
 
     def facts_at(self, lineno: int):
-        if self._classes is None:
-            from cgguard.static.rules.flow import ClassFacts
+        """Facts of the innermost class holding ``lineno`` (found by bisection, block by block)."""
+        from cgguard.static.rules.flow import ClassFacts
 
-            self.check_parses()
-            self._classes = []
-            for node in _classes(self._tree):
-                lines = self.lines[node.lineno - 1 : node.end_lineno]
-                self._classes.append((node.lineno, node.end_lineno, ClassFacts(node.name, lambda lines=lines: lines)))
-        inside = [c for c in self._classes if c[0] < lineno <= c[1]]
-        return max(inside, key=lambda c: c[0])[2] if inside else None
+        self.check_parses()
+        chain = _statements_at(self._tree, lineno, self._starts)
+        found = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), None)
+        if found is None:
+            return None
+        facts = self._facts.get(id(found))
+        if facts is None:
+            lines = self.lines[found.lineno - 1 : found.end_lineno]
+            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines)
+        return facts
 
 
-def _classes(tree: ast.AST) -> list[ast.ClassDef]:
-    """Every class of the module, at any depth (classes are statements)."""
-    found = []
-    stack = list(ast.iter_child_nodes(tree))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.expr):
-            continue
-        if isinstance(node, ast.ClassDef):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
+def _inner_block(stmt: ast.stmt, lineno: int) -> list[ast.stmt] | None:
+    """The statement list nested in ``stmt`` that holds line ``lineno``, if any."""
+    blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+    blocks += [h.body for h in getattr(stmt, "handlers", ())]
+    blocks += [c.body for c in getattr(stmt, "cases", ())]
+    for block in blocks:
+        if isinstance(block, list) and block and block[0].lineno <= lineno <= block[-1].end_lineno:
+            return block
+    return None
 
 
 class _LazyClassFacts:
