@@ -90,6 +90,11 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
             return deep(lambda: _full(text, lines, path, needles))
         if SINK_WORDS.search(chunk):
             screened.append((start, end))
+    if _helper_flow_possible(text, lines, chunks, path):
+        # A helper's result may become a block count elsewhere: the rules need every caller.
+        if tree is None:
+            validate(text, path)
+        return deep(lambda: _full(text, lines, path, needles))
     if not screened:
         return []
     return deep(lambda: _check_chunks(text, lines, path, needles, screened, tree))
@@ -179,12 +184,33 @@ def _check_chunks(text, lines, path, needles, chunks, tree=None) -> list[Finding
         from cgguard.static.rules.engine import scope_hits
 
         positions = _Positions(module, offset)
-        hits = scope_hits(module, whole.class_around(start + 1), _class_facts_at(lines, positions))
+        hits = scope_hits(
+            module, whole.class_around(start + 1), _class_facts_at(lines, positions), helpers=False
+        )
         if hits:
             findings.extend(_findings(hits, module, positions, src, path, whole.none_checked))
     if findings:
         whole.check_parses()  # the full path would parse the whole file: a finding needs it to
     return sorted(set(findings), key=Finding.sort_key)
+
+
+def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> bool:
+    """Can a count returned by a helper reach a block count? (:mod:`.helperscreen`)"""
+    from cgguard.static.driver.helperscreen import needs_full_parse
+
+    def enclosing_function(i: int):
+        start = i if _DEF.match(lines[i]) else _enclosing(lines, i, _DEF)
+        return None if start is None else (start, _block_end(lines, start))
+
+    def returns_capture(start: int, end: int) -> bool:
+        def work() -> bool:
+            from cgguard.static.rules.engine import function_returns_capture
+
+            return function_returns_capture(parse(_parsable(lines, start, "".join(lines[start:end])), path))
+
+        return deep(work)  # the chunk was validated already
+
+    return needs_full_parse(text, lines, chunks, enclosing_function, returns_capture)
 
 
 def validate(source: str, path: str) -> ast.Module:

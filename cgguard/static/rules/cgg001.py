@@ -29,13 +29,13 @@ class CGG001(Rule):
             return Report(self.code, hit, message, None)
         shown = shorten(bound)
         source = hit.source
+        reasons = []
+        if hit.guessed:
+            reasons.append(f"nothing shows that this class has `{hit.request}`")
         if isinstance(source, cst.Attribute) and ctx.compared_with_none(source.attr.value):
-            fix = RuleFix(
-                UNSAFE,
-                f"Replace with {shown} (unsafe: this file checks the capture size for None, "
-                "and min() with None raises)",
-                replacement,
-            )
+            reasons.append("this file checks the capture size for None, and min() with None raises")
+        if reasons:
+            fix = RuleFix(UNSAFE, f"Replace with {shown} (unsafe: {'; '.join(reasons)})", replacement)
         else:
             fix = RuleFix(SAFE, f"Replace with {shown}", replacement)
         return Report(self.code, hit, message, fix)

@@ -15,7 +15,9 @@ import libcst as cst
 from cgguard.static.rules.base import Context, Report, Rule
 from cgguard.static.rules.cgg001 import CGG001
 from cgguard.static.rules.cgg002 import CGG002
+from cgguard.static.rules import helperflow
 from cgguard.static.rules.flow import ClassFacts, Hit, ScopeFlow
+from cgguard.static.rules.helperflow import Flows, HelperFor
 
 RULES: tuple[Rule, ...] = (CGG001(), CGG002())
 
@@ -23,11 +25,37 @@ RULES: tuple[Rule, ...] = (CGG001(), CGG002())
 ClassFactsFor = Callable[[cst.ClassDef], ClassFacts]
 
 
-def scope_hits(tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor) -> list[Hit]:
-    """Run the flow over every scope in ``tree``; methods get their class's facts."""
-    hits: list[Hit] = []
+def scope_hits(
+    tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor, *, helpers: bool = True
+) -> list[Hit]:
+    """Run the flow over every scope in ``tree``; methods get their class's facts.
 
-    def visit(node: cst.CSTNode, facts: ClassFacts | None) -> None:
+    With ``helpers`` (a whole module), counts returned by the module's functions and
+    methods are followed to their callers (:mod:`cgguard.static.rules.helperflow`);
+    a chunk of a file cannot see every caller, so its driver passes False.
+    """
+
+    def run(helper_for: HelperFor | None) -> Flows:
+        return _scope_flows(tree, facts, class_facts, helper_for)
+
+    flows = run(None)
+    if helpers and isinstance(tree, cst.Module) and any(flow.returns for flow, _ in flows):
+        return helperflow.follow(tree, run, flows)
+    return [hit for flow, _ in flows for hit in flow.hits]
+
+
+def function_returns_capture(module: cst.Module) -> bool:
+    """Does a function defined at the top of ``module`` (a chunk) return a capture-size count?"""
+    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value, lambda: []), None)
+    return any(flow.returns for flow, func in flows if func is not None)
+
+
+def _scope_flows(
+    tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor, helper_for: HelperFor | None
+) -> Flows:
+    flows: Flows = []
+
+    def visit(node: cst.CSTNode, facts: ClassFacts | None, cls: cst.ClassDef | None) -> None:
         if isinstance(node, cst.FunctionDef):
             p = node.params
             params = [a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)]
@@ -37,17 +65,24 @@ def scope_hits(tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFa
                 for a in (*p.posonly_params, *p.params, *p.kwonly_params)
                 if a.default is not None
             }
-            hits.extend(ScopeFlow(facts, params, defaults).run(_body(node.body)))
+            flow = ScopeFlow(facts, params, defaults, helper_for(cls) if helper_for else None)
+            flow.run(_body(node.body))
+            flows.append((flow, node))
         elif isinstance(node, cst.ClassDef):
             facts = class_facts(node)
-            hits.extend(ScopeFlow(None, []).run(_body(node.body)))
+            cls = node
+            flow = ScopeFlow(None, [])
+            flow.run(_body(node.body))
+            flows.append((flow, None))
         elif isinstance(node, cst.Module):
-            hits.extend(ScopeFlow(None, []).run(node.body))
+            flow = ScopeFlow(None, [])
+            flow.run(node.body)
+            flows.append((flow, None))
         for child in _scope_children(node):
-            visit(child, facts)
+            visit(child, facts, cls)
 
-    visit(tree, facts)
-    return hits
+    visit(tree, facts, None)
+    return flows
 
 
 def _body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:

@@ -22,6 +22,7 @@ import re
 import libcst as cst
 
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
+from cgguard.static.rules import reach
 from cgguard.static.rules.base import Context, Replacement
 from cgguard.static.rules.flow import Hit, Rewrite
 from cgguard.static.rules.nodes import strip_parens
@@ -52,6 +53,10 @@ def bound_text(hit: Hit, ctx: Context) -> str:
     request = hit.request or REQUEST_PLACEHOLDER
     if rw is None:
         return bound_source(request, quote(ctx, hit.source))
+    if rw.insert:
+        # min(<token count>, <capture size>): the request count joins that min().
+        text = one_line(ctx.code(reach.with_first_arg(strip_parens(rw.target), request)))
+        return f"{text} or {_fallback_text(rw, ctx)}" if rw.has_fallback else text
     return bound_source(request, quote(ctx, rw.target), _fallback_text(rw, ctx))
 
 
@@ -77,6 +82,10 @@ def bounded(hit: Hit, ctx: Context) -> Replacement | None:
     rw = hit.rewrite
     if rw is None or hit.request is None:
         return None
+    if rw.insert:
+        target = rw.target
+        core = reach.with_first_arg(strip_parens(target), hit.request)
+        return Replacement(old=target, new=core.with_changes(lpar=target.lpar, rpar=target.rpar), core=core)
     wrapped = _wrapped(hit, rw, ctx)
     if wrapped is not None:
         return wrapped

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
-from cgguard.static.rules import nodes
+from cgguard.static.rules import nodes, reach
 from cgguard.static.rules import vocabulary as vocab
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
@@ -38,6 +38,10 @@ class Taint:
     kind: str
     source: cst.BaseExpression  # the capture-size expression it came from
     reported: bool = False
+    # The call of a helper (a method of the class, a function of the module) the value
+    # came from, and that helper's summary (engine.HelperSummary).
+    call: cst.Call | None = None
+    helper: object | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,9 @@ class Rewrite:
     whole: cst.BaseExpression | None = None  # the ``target or K`` expression, with a fallback
     fallbacks: tuple[cst.BaseExpression, ...] = ()  # K, ... (the operands after the count)
     operators: tuple[cst.BaseBooleanOp, ...] = ()  # the ``or`` before each of them
+    # ``target`` is a ``min()`` of token counts: the request count becomes its first
+    # argument instead of wrapping it.
+    insert: bool = False
 
 
 @dataclass
@@ -66,6 +73,11 @@ class Hit:
     rewrite: Rewrite | None
     request: str | None  # request-count expression the fix would use
     stmt: cst.CSTNode | None = None  # the statement (a compound one: its header) for suppressions
+    # The request count is a guess (``self.max_num_reqs`` in a class that shows none):
+    # the fix is offered as unsafe.
+    guessed: bool = False
+    via: str | None = None  # ``helper()`` the count came through, for the message
+    helper: object | None = None  # that helper's summary (engine.HelperSummary)
 
 
 class ClassFacts:
@@ -79,19 +91,30 @@ class ClassFacts:
 
     def __init__(self, name: str, class_lines: Callable[[], list[str]]):
         self.name = name
-        self.is_runner = "Runner" in name
         self._class_lines = class_lines
         self._attrs: frozenset[str] | None = None
+        self._runner: bool | None = None
+
+    @property
+    def is_runner(self) -> bool:
+        """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
+        if self._runner is None:
+            self._runner = reach.names_model_runner(self.name, self._class_lines())
+        return self._runner
 
     @property
     def self_attrs(self) -> frozenset[str]:
+        """Attributes the class sets on ``self`` or declares in its body (``max_num_reqs: int``)."""
         if self._attrs is None:
-            self._attrs = frozenset(self._SELF_ATTR.findall("".join(self._class_lines())))
+            lines = self._class_lines()
+            assigned = self._SELF_ATTR.findall("".join(lines))
+            self._attrs = frozenset(assigned) | reach.body_declarations(lines)
         return self._attrs
 
 
-# A marker stored in the environment for locals holding a request count.
+# Markers stored in the environment for locals holding a request count / a token count.
 _REQUEST = object()
+_TOKENS = object()
 
 _SKIPPED_EXPRS = (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)
 
@@ -112,14 +135,34 @@ def or_operands(node: cst.BooleanOperation):
     return values, ops
 
 
+@dataclass
+class Returned:
+    """A ``return`` of a capture-size count, and its fix in the function's own terms."""
+
+    stmt: cst.Return
+    value: cst.BaseExpression
+    taint: Taint
+    rewrite: Rewrite | None
+    request: str | None
+    guessed: bool
+    chain: str | None  # the capture size's receiver, in the function's names
+
+
 class ScopeFlow:
     def __init__(
         self,
         class_facts: ClassFacts | None,
         params: list[str],
         defaults: dict[str, cst.BaseExpression] | None = None,
+        helper: Callable[[cst.Call], object | None] | None = None,
     ):
         self.class_facts = class_facts
+        self.params = params
+        # The summary of the helper a call calls (engine.HelperSummary), or None.
+        self.helper = helper
+        self.returns: list[Returned] = []
+        self.sunk_calls: set[int] = set()  # ids of helper calls (their func) that became block counts
+        self._sunk: dict[int, Taint] = {}  # values already reported (chained targets)
         self.current_stmt: cst.CSTNode | None = None
         self.env: dict[str, object] = {}
         self.aliases: dict[str, cst.BaseExpression] = {}  # local name -> expression it aliases
@@ -152,15 +195,23 @@ class ScopeFlow:
         if isinstance(node, cst.NamedExpr):
             return self.taint_of(node.value)
         if isinstance(node, cst.Call):
+            summary = self.helper(node) if self.helper is not None else None
+            if summary is not None:
+                return Taint(summary.kind, summary.source, call=node, helper=summary)
             callee = nodes.last_name(node.func)
             args = nodes.positional(node)
             if callee == "min":
                 if any(self._is_request(a.value) for a in args):
                     return None
+                # min(capture, <token count>) still counts tokens; min(capture, other) is
+                # bounded by the other value (a constant, something unknown).
                 tainted = [self._arg_taint(a) for a in args]
-                # min(capture, other) is bounded by the other value: not per-token.
-                if all(tainted) and tainted:
-                    return tainted[0]
+                first = next((t for t in tainted if t), None)
+                if first is not None and all(
+                    t or (not a.star and self._count_kind(a.value) == reach.TOKENS)
+                    for t, a in zip(tainted, args)
+                ):
+                    return first
                 return None
             if callee == "max" and len(args) > 1:
                 for a in args:
@@ -174,6 +225,17 @@ class ScopeFlow:
 
     def _arg_taint(self, arg: cst.Arg) -> Taint | None:
         return None if arg.star else self.taint_of(arg.value)
+
+    def _count_kind(self, node: cst.BaseExpression) -> str | None:
+        return reach.count_kind(node, self._local_kind)
+
+    def _local_kind(self, key: str) -> str | None:
+        value = self.env.get(key)
+        if value is _REQUEST:
+            return reach.REQUESTS
+        if value is _TOKENS or isinstance(value, Taint):
+            return reach.TOKENS
+        return None
 
     def _is_request(self, node: cst.CSTNode) -> bool:
         if nodes.mentions_request_count(node):
@@ -200,7 +262,7 @@ class ScopeFlow:
             ):
                 return Rewrite(
                     first, has_fallback=True, needs_parens=False, whole=node,
-                    fallbacks=tuple(rest), operators=tuple(ops),
+                    fallbacks=tuple(rest), operators=tuple(ops), insert=reach.is_min_call(first),
                 )
             for v in values:
                 r = self.locate(v, node)
@@ -216,7 +278,11 @@ class ScopeFlow:
         if isinstance(node, cst.NamedExpr):
             return self.locate(node.value, node)
         if isinstance(node, cst.Call):
+            if self.helper is not None and self.helper(node) is not None:
+                return Rewrite(node, has_fallback=False, needs_parens=_needs_parens(node, parent))
             callee = nodes.last_name(node.func)
+            if callee == "min":
+                return Rewrite(node, has_fallback=False, needs_parens=False, insert=True)
             if callee == "max" or callee in _PASSTHROUGH_CALLS:
                 for a in nodes.positional(node):
                     r = None if a.star else self.locate(a.value, node)
@@ -227,17 +293,49 @@ class ScopeFlow:
 
     # ---- request count for the fix ----------------------------------------
     def request_for(self, source: cst.BaseExpression) -> str | None:
-        recv = _receiver(source)
-        text = self._resolve(recv) if recv is not None else None
+        return self.request_of(Taint(TOKEN, source))[0]
+
+    def request_of(self, taint: Taint) -> tuple[str | None, bool]:
+        """The request count the fix would use, and whether it is a guess."""
+        text = self.chain_of(taint)
         if text is not None:
             req = self._request_from_chain(text)
             if req:
-                return req
+                return req, False
         # Fall back to a request count the scope already holds in a local.
         for key, value in self.env.items():
             if value is _REQUEST and "." not in key:
-                return key
-        return None
+                return key, False
+        # Read from this object (`self.cc.max_cudagraph_capture_size`): what the class
+        # offers; where it shows nothing, the runners' name as a guess (an unsafe fix).
+        facts = self.class_facts
+        if text is not None and text.split(".", 1)[0] == "self" and facts is not None and facts.name:
+            own = self._self_request()
+            return (own, False) if own else ("self.max_num_reqs", True)
+        return None, False
+
+    def chain_of(self, taint: Taint) -> str | None:
+        """The capture size's receiver chain (``self.compilation_config``) in this scope's names."""
+        if taint.call is None:
+            recv = _receiver(taint.source)
+            return self._resolve(recv) if recv is not None else None
+        # Through a helper: its chain, with its parameters replaced by this call's arguments.
+        summary = taint.helper
+        chain = summary.chain
+        if chain is None:
+            return None
+        root, dot, rest = chain.partition(".")
+        owner = summary.owner
+        params = owner.params() + owner.kwonly()
+        if owner.is_method and params[:1] == [root]:
+            func = taint.call.func
+            base = self._resolve(func.value) if isinstance(func, cst.Attribute) else None
+        elif root in params:
+            arg = reach.call_argument(taint.call, owner, root)
+            base = self._resolve(arg) if arg is not None else None
+        else:
+            base = root  # a global (get_current_vllm_config()...)
+        return None if base is None else base + dot + rest
 
     def _resolve(self, node: cst.BaseExpression, depth: int = 0) -> str | None:
         """Text of a receiver chain with local aliases substituted."""
@@ -290,10 +388,16 @@ class ScopeFlow:
     # ---- sinks --------------------------------------------------------------
     def sink(self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None = None) -> Taint | None:
         """``value`` flows into a block-count sink; record a hit unless seen."""
+        seen = self._sunk.get(id(value))
+        if seen is not None:
+            return seen  # `a_blocks = b_blocks = <count>`: one finding
         taint = self.taint_of(value)
         if taint is None:
             return None
+        if taint.call is not None:
+            self.sunk_calls.add(id(taint.call.func))
         if not taint.reported:
+            request, guessed = self.request_of(taint)
             self.hits.append(
                 Hit(
                     kind=taint.kind,
@@ -301,11 +405,15 @@ class ScopeFlow:
                     node=value,
                     source=taint.source,
                     rewrite=self.locate(value, parent),
-                    request=self.request_for(taint.source),
+                    request=request,
                     stmt=self.current_stmt,
+                    guessed=guessed,
+                    via=None if taint.helper is None else taint.helper.owner.name + "()",
+                    helper=taint.helper,
                 )
             )
-        return replace(taint, reported=True)
+        result = self._sunk[id(value)] = replace(taint, reported=True)
+        return result
 
     # ---- statements ---------------------------------------------------------
     def run(self, body: Sequence[cst.CSTNode]) -> list[Hit]:
@@ -330,7 +438,15 @@ class ScopeFlow:
         if isinstance(node, cst.Assign):
             self.expr(node.value)
             for target in node.targets:
-                self.assign(target.target, node.value)
+                for name, value in reach.unpack_pairs(target.target, node.value):
+                    if value is None:
+                        self.forget(name)
+                    else:
+                        self.assign(name, value, reach.element_parent(node.value, value))
+        elif isinstance(node, cst.Return):
+            if node.value is not None:
+                self.expr(node.value)
+                self.returned(node)
         elif isinstance(node, cst.AnnAssign):
             if node.value is not None:
                 self.expr(node.value)
@@ -373,17 +489,41 @@ class ScopeFlow:
                 if isinstance(child, cst.BaseExpression):
                     self.expr(child)
 
-    def assign(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+    def returned(self, node: cst.Return) -> None:
+        """A ``return`` of a capture-size count makes this function a helper (see engine)."""
+        value = node.value
+        taint = self.taint_of(value)
+        if taint is None or taint.reported:
+            return
+        request, guessed = self.request_of(taint)
+        self.returns.append(
+            Returned(node, value, taint, self.locate(value, None), request, guessed, self.chain_of(taint))
+        )
+
+    def forget(self, target: cst.BaseExpression) -> None:
+        """A target assigned a value the flow does not follow (``a, b = f()``)."""
+        if isinstance(target, cst.StarredElement):
+            target = target.value
+        key = nodes.dotted(target)
+        if key is not None:
+            self.env.pop(key, None)
+        if isinstance(target, cst.Name):
+            self.aliases.pop(target.value, None)
+
+    def assign(
+        self, target: cst.BaseExpression, value: cst.BaseExpression, parent: cst.CSTNode | None = None
+    ) -> None:
         name = nodes.last_name(target)
         key = nodes.dotted(target)
         if name is None or key is None:
             return
         if vocab.is_sink_name(name):
-            result = self.sink(value, sink=key)
+            result = self.sink(value, sink=key, parent=parent)
         else:
             result = self.taint_of(value)
-            if result is None and isinstance(value, (cst.Name, cst.Attribute)) and self._is_request(value):
-                result = _REQUEST
+            if result is None:
+                kind = self._count_kind(value)
+                result = _REQUEST if kind == reach.REQUESTS else _TOKENS if kind == reach.TOKENS else None
         if result is None:
             self.env.pop(key, None)
         else:
@@ -442,5 +582,10 @@ def _needs_parens(node: cst.BaseExpression, parent: cst.CSTNode | None) -> bool:
     if isinstance(parent, cst.Call) and any(a.value is node for a in nodes.positional(parent)):
         return False
     if isinstance(parent, cst.NamedExpr):
+        return False
+    # `x if c else <count> or 1` and `a, b = <count> or 1, c` need none either.
+    if isinstance(parent, cst.IfExp) and node is not parent.test:
+        return False
+    if isinstance(parent, (cst.Tuple, cst.List)):
         return False
     return True

@@ -11,14 +11,20 @@ def message_for(code: str, hit: Hit, ctx: Context, bound: str) -> str:
     # One short line (about 120 characters at most): what is wrong and what to write
     # instead. The why is on the rule's page (`cgguard rule CODE`, `--format full`).
     sink = shorten(hit.sink, 48)
+    # A count that came through a helper names it: `min_blocks` (via `_graph_tokens()`).
+    subject = f"`{sink}`" + (f" (via `{shorten(hit.via, 32)}`)" if hit.via else "")
     request = hit.request or "<max_num_reqs>"
     bound = bound.replace(REQUEST_PLACEHOLDER, request)
     if code == "CGG002":
-        return _fit(f"`{sink}` takes max() with the capture size; bound it: `", bound, "`", request)
+        return _fit(f"{subject} takes max() with the capture size; bound it: `", bound, "`", request)
     if hit.request is None:
-        return _fit(f"`{sink}` counts one block per captured token; use `", bound,
+        return _fit(f"{subject} counts one block per captured token; use `", bound,
                     "` (no request count in scope)", request)
-    return _fit(f"`{sink}` counts one block per captured token; use `", bound, "`", request)
+    if hit.guessed:
+        # self.max_num_reqs where the class shows no request count: an unsafe fix.
+        return _fit(f"{subject} counts one block per captured token; use `", bound,
+                    "` (unsafe fix: the class shows no request count)", request)
+    return _fit(f"{subject} counts one block per captured token; use `", bound, "`", request)
 
 
 MAX_MESSAGE = 120

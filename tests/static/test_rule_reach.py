@@ -1,0 +1,345 @@
+"""Rule reach, round 2 (issue 11): the node helpers in cgguard.static.rules.reach."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from cgguard.static.rules import reach
+
+
+def expr(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        ("self.max_num_reqs", reach.REQUESTS),
+        ("vllm_config.scheduler_config.max_num_seqs", reach.REQUESTS),
+        ("max_num_seqs * (1 + num_spec)", reach.REQUESTS),
+        ("int(self.max_num_reqs) * 2", reach.REQUESTS),
+        ("self.max_num_tokens", reach.TOKENS),
+        ("self.scheduler_config.max_num_batched_tokens", reach.TOKENS),
+        ("self.model_config.max_model_len // 2", reach.TOKENS),
+        ("self.max_num_tokens // self.max_num_reqs", None),
+        ("len(self.requests)", None),
+        ("num_spec", None),
+        ("16", None),
+        ("self.sizes[0]", None),
+    ],
+)
+def test_count_kind(text, kind):
+    assert reach.count_kind(expr(text)) == kind
+
+
+def test_count_kind_of_locals():
+    local = {"reqs": reach.REQUESTS, "tokens": reach.TOKENS}.get
+    assert reach.count_kind(expr("reqs * 2"), local) == reach.REQUESTS
+    assert reach.count_kind(expr("tokens + 1"), local) == reach.TOKENS
+    assert reach.count_kind(expr("tokens + reqs"), local) is None
+
+
+def _pairs(code: str):
+    stmt = cst.parse_statement(code).body[0]
+    out = []
+    for t in stmt.targets:
+        for target, value in reach.unpack_pairs(t.target, stmt.value):
+            out.append((cst.Module([]).code_for_node(target), None if value is None else cst.Module([]).code_for_node(value)))
+    return out
+
+
+def test_unpack_pairs():
+    assert _pairs("a, b = x or 1, y") == [("a", "x or 1"), ("b", "y")]
+    assert _pairs("(a, (b, c)) = (x, (y, z))") == [("a", "x"), ("b", "y"), ("c", "z")]
+    assert _pairs("[a, b] = f()") == [("a", None), ("b", None)]
+    assert _pairs("a, *b = x, y, z") == [("a", None), ("b", None)]
+    assert _pairs("a = b = x") == [("a", "x"), ("b", "x")]
+
+
+def test_with_first_arg_keeps_layout():
+    call = expr("min(self.max_num_tokens, cap)")
+    assert cst.Module([]).code_for_node(reach.with_first_arg(call, "self.max_num_reqs")) == (
+        "min(self.max_num_reqs, self.max_num_tokens, cap)"
+    )
+    multi = expr("min(\n    self.max_num_tokens,\n    cap,\n)")
+    assert cst.Module([]).code_for_node(reach.with_first_arg(multi, "self.max_num_reqs")) == (
+        "min(\n    self.max_num_reqs,\n    self.max_num_tokens,\n    cap,\n)"
+    )
+
+
+def _lines(code: str) -> list[str]:
+    return textwrap.dedent(code).lstrip("\n").splitlines(keepends=True)
+
+
+def test_model_runner_by_name_or_base():
+    assert reach.names_model_runner("ForkGPUModelRunner", _lines("class ForkGPUModelRunner:\n    pass\n"))
+    assert reach.names_model_runner(
+        "AscendBackend", _lines("class AscendBackend(\n    LoRAMixin,\n    gpu_model_runner.GPUModelRunner,\n):\n    x = 1\n")
+    )
+    assert reach.names_model_runner("B", _lines("class B(CPUModelRunner, metaclass=ABCMeta):\n    pass\n"))
+    assert not reach.names_model_runner("ProfilingMixin", _lines("class ProfilingMixin(WorkerBase):\n    pass\n"))
+    assert reach.base_names(_lines("class C(Generic[T], a.b.CPUModelRunner):\n    pass\n")) == ["Generic", "CPUModelRunner"]
+
+
+def test_body_declarations():
+    lines = _lines(
+        """
+        class State:
+            max_num_reqs: int
+            other = 3  # comment
+
+            def f(self):
+                max_num_seqs = 4
+                return max_num_seqs
+        """
+    )
+    assert reach.body_declarations(lines) == frozenset({"max_num_reqs", "other"})
+    assert reach.body_declarations(_lines("class X: pass\n")) == frozenset()
+
+
+def test_module_defs_resolve_and_references():
+    module = cst.parse_module(
+        textwrap.dedent(
+            """
+            def helper(vllm_config):
+                return vllm_config.compilation_config.max_cudagraph_capture_size
+
+            class Runner:
+                def _cap(self):
+                    return 1
+
+                def use(self, helper=None):
+                    a = self._cap()
+                    b = helper(self.vllm_config)
+                    c = other._cap()
+                    return f(_cap=a)
+            """
+        )
+    )
+    defs = reach.ModuleDefs.of(module)
+    assert set(defs.functions) == {"helper"}
+    (runner,) = defs.classes
+    assert set(defs.methods[id(runner)]) == {"_cap", "use"}
+    calls = [n for n in reach.nodes.walk(module) if isinstance(n, cst.Call)]
+    resolved = {cst.Module([]).code_for_node(c.func): defs.resolve(c, runner) for c in calls}
+    assert resolved["self._cap"] is defs.methods[id(runner)]["_cap"]
+    assert resolved["helper"] is defs.functions["helper"]
+    assert resolved["other._cap"] is None
+    refs = reach.references(module, {"_cap", "helper"})
+    # self._cap, helper (the call), other._cap; not the defs, the parameter or the keyword
+    assert sorted(cst.Module([]).code_for_node(r) for r in refs) == ["helper", "other._cap", "self._cap"]
+
+
+def test_call_argument():
+    module = cst.parse_module("class C:\n    def h(self, runner, k=1):\n        pass\n")
+    (cls,) = reach.ModuleDefs.of(module).classes
+    owner = reach.Owner(cls.body.body[0], cls)
+    call = expr("self.h(r, k=2)")
+    assert cst.Module([]).code_for_node(reach.call_argument(call, owner, "runner")) == "r"
+    assert cst.Module([]).code_for_node(reach.call_argument(call, owner, "k")) == "2"
+    fn = reach.Owner(cst.parse_module("def g(vllm_config):\n    pass\n").body[0], None)
+    assert cst.Module([]).code_for_node(reach.call_argument(expr("g(cfg)"), fn, "vllm_config")) == "cfg"
+    assert reach.call_argument(expr("g(*args)"), fn, "vllm_config") is None
+
+
+def test_class_header_skips_decorators():
+    lines = _lines(
+        """
+        @dataclass(frozen=True)
+        class Limits(Base):
+            max_num_reqs: int = 0
+        """
+    )
+    assert reach.base_names(lines) == ["Base"]
+    assert reach.body_declarations(lines) == frozenset({"max_num_reqs"})
+
+
+# ---- the driver's screen for helper flows (text only; the parse is a callback) -------------
+
+from cgguard.static.driver import helperscreen  # noqa: E402
+
+_DEF_RE = __import__("re").compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
+
+
+def _screen(code: str, returns_capture=lambda start, end: True) -> bool:
+    """needs_full_parse on ``code``, with chunks and enclosing functions found by indentation."""
+    lines = textwrap.dedent(code).lstrip("\n").splitlines(keepends=True)
+    text = "".join(lines)
+
+    def indent(line):
+        s = line.lstrip(" \t")
+        return None if not s.strip() or s.startswith("#") else len(line) - len(s)
+
+    def span_of(start):
+        base, end = indent(lines[start]), start + 1
+        while end < len(lines) and (indent(lines[end]) is None or indent(lines[end]) > base):
+            end += 1
+        return start, end
+
+    def enclosing(i):
+        level = indent(lines[i])
+        if _DEF_RE.match(lines[i]):
+            return span_of(i)
+        for j in range(i - 1, -1, -1):
+            ind = indent(lines[j])
+            if ind is None or ind >= level:
+                continue
+            if _DEF_RE.match(lines[j]):
+                return span_of(j)
+            level = ind
+        return None
+
+    chunks = sorted({enclosing(i) for i, line in enumerate(lines) if "capture_size" in line} - {None})
+    return helperscreen.needs_full_parse(text, lines, chunks, enclosing, returns_capture)
+
+
+HELPER = """
+class ForkModelRunner(GPUModelRunner):
+    def _graph_tokens(self):
+        return self.compilation_config.max_cudagraph_capture_size or 1
+
+"""
+
+
+def test_screen_sends_helper_flows_to_the_full_parse():
+    assert _screen(HELPER + "    def init(self):\n        min_blocks = self._graph_tokens()\n")
+    # through a second helper that returns the first one's result
+    assert _screen(
+        HELPER
+        + "    def _count(self):\n        return self._graph_tokens()\n\n"
+        + "    def init(self):\n        self.cache_config.num_gpu_blocks_override = self._count()\n"
+    )
+
+
+def test_screen_keeps_the_fast_path_otherwise():
+    # only token buffers use the helper
+    assert not _screen(HELPER + "    def buffers(self):\n        self.input_ids = torch.zeros(self._graph_tokens())\n")
+    # a use at class level is never a block count
+    assert not _screen(HELPER + "    tokens_blocks = property(_graph_tokens)\n")
+    # the helper's own return does not carry the capture size (the parse says so)
+    assert not _screen(
+        HELPER + "    def init(self):\n        min_blocks = self._graph_tokens()\n",
+        returns_capture=lambda start, end: False,
+    )
+    # no function returning a value holds a capture size
+    assert not _screen(
+        """
+        class R:
+            def f(self):
+                self.n = self.compilation_config.max_cudagraph_capture_size
+                return
+
+            def g(self):
+                min_blocks = self.f()
+        """
+    )
+
+
+# ---- end to end, on the rules (issue 11) ------------------------------------------------
+
+from cgguard.static.driver.findings import SAFE, UNSAFE  # noqa: E402
+from cgguard.static.driver.run import fix_source_text  # noqa: E402
+from cgguard.static.driver.scan import check_source  # noqa: E402
+from cgguard.static.workflow.ruledocs import get_rule  # noqa: E402
+
+
+def _rule_case(code: str, name: str) -> str:
+    (case,) = [c for c in get_rule(code).cases("flagged") if c.name == name]
+    return case.source()
+
+
+def test_no_request_count_in_the_class_gets_an_unsafe_self_max_num_reqs_fix():
+    text = _rule_case("CGG001", "no_request_count_in_class")
+    findings = check_source(text, "x.py")
+    assert len(findings) == 2
+    for f in findings:
+        assert f.fix.applicability == UNSAFE
+        assert "unsafe fix: the class shows no request count" in f.message
+        assert "nothing shows that this class has `self.max_num_reqs`" in f.fix.description
+    assert fix_source_text(text, "x.py").new_text == text
+    fixed = fix_source_text(text, "x.py", unsafe=True).new_text
+    assert fixed.count("min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)") == 2
+    assert check_source(fixed, "x.py") == []
+
+
+def test_a_runner_base_class_or_a_declaration_makes_the_fix_safe():
+    base = (
+        "class Backend(vllm.v1.worker.gpu_model_runner.GPUModelRunner):\n"
+        "    def f(self):\n"
+        "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
+        "        return min_blocks\n"
+    )
+    (finding,) = check_source(base, "x.py")
+    assert finding.fix.applicability == SAFE
+    declared = base.replace("(vllm.v1.worker.gpu_model_runner.GPUModelRunner)", "").replace(
+        "    def f", "    max_num_reqs: int\n\n    def f"
+    )
+    (finding,) = check_source(declared, "x.py")
+    assert finding.fix.applicability == SAFE
+    bare = base.replace("(vllm.v1.worker.gpu_model_runner.GPUModelRunner)", "(WorkerBase)")
+    (finding,) = check_source(bare, "x.py")
+    assert finding.fix.applicability == UNSAFE
+
+
+def test_helper_finding_moves_to_the_return_only_when_every_use_is_a_block_count():
+    helper = (
+        "class ForkModelRunner(GPUModelRunner):\n"
+        "    def _cap(self):\n"
+        "        return self.compilation_config.max_cudagraph_capture_size or 1\n"
+        "\n"
+        "    def init(self):\n"
+        "        min_blocks = self._cap()\n"
+        "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
+    )
+    (at_return,) = check_source(helper, "x.py")
+    assert (at_return.line, at_return.code) == (3, "CGG001")
+    assert at_return.message.startswith("`_cap()` counts one block per captured token")
+    # A reference the flow does not follow (a callback) keeps the finding at the call.
+    other_use = helper + "\n    def hooks(self):\n        return [self._cap]\n"
+    (at_call,) = check_source(other_use, "x.py")
+    assert at_call.line == 6
+    assert at_call.message.startswith("`min_blocks` (via `_cap()`) counts one block per captured token")
+    assert check_source(other_use, "x.py", fast=False) == [at_call]
+    # Only token buffers: nothing.
+    tokens = helper.replace("min_blocks = self._cap()", "tokens = self._cap()").replace(
+        "num_gpu_blocks_override = min_blocks", "max_num_tokens = tokens"
+    )
+    assert check_source(tokens, "x.py") == []
+
+
+def test_fast_path_equals_full_path_on_helper_flows_spread_over_functions():
+    text = (
+        "import torch\n\n\n"
+        "def largest(vllm_config):\n"
+        "    return vllm_config.compilation_config.max_cudagraph_capture_size\n\n\n"
+        "def via(vllm_config):\n"
+        "    return largest(vllm_config)\n\n\n"
+        "class Worker:\n"
+        "    def init(self, vllm_config):\n"
+        "        self.cache_config.num_gpu_blocks_override = via(vllm_config) or 1\n"
+    )
+    fast = check_source(text, "x.py")
+    assert fast == check_source(text, "x.py", fast=False)
+    (finding,) = fast
+    assert finding.line == 9  # at via()'s return: every use of via() is a block count
+    fixed = fix_source_text(text, "x.py").new_text
+    assert "return min(vllm_config.scheduler_config.max_num_seqs, largest(vllm_config)) or 1" in fixed
+
+
+def test_rule_page_lists_the_new_cases():
+    names = {c.name for c in get_rule("CGG001").cases()}
+    assert {
+        "min_with_token_count",
+        "request_count_from_class",
+        "no_request_count_in_class",
+        "unpacking_and_chained_targets",
+        "conditional_expressions",
+        "helper_return",
+        "helper_call_with_other_uses",
+        "min_with_request_count",
+        "helpers_feeding_token_buffers",
+        "unpacking_and_conditionals",
+    } <= names
