@@ -1,0 +1,58 @@
+"""cgguard's fix as a libcst codemod command (a thin adapter over the same rule classes).
+
+    python -m libcst.tool codemod -x --no-format cgguard.ecosystem.codemod.BoundProfilingBlocks PATH
+
+Applies the safe fixes ``cgguard fix`` applies, node for node, until nothing
+changes (as cgguard's fixer does), and reports every finding as a codemod
+warning (``-u`` shows a diff instead of writing). ``--no-format``: the change is
+already laid out as upstream's; without it the codemod CLI runs black.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.codemod import CodemodCommand
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from cgguard.ecosystem.common import module_reports, safe_fixes
+
+MAX_ROUNDS = 8
+
+
+class BoundProfilingBlocks(CodemodCommand):
+    DESCRIPTION = (
+        "cgguard CGG001: bound vLLM's per-token CUDA-graph profiling block count by "
+        "the request count (upstream's min(max_num_reqs, capture size) or 1)."
+    )
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        for round_ in range(MAX_ROUNDS):
+            ranges = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
+
+            def span(node: cst.CSTNode):
+                r = ranges[node]
+                return (r.start.line, r.start.column, r.end.line, r.end.column)
+
+            found = module_reports(tree, span)
+            if round_ == 0:
+                for report in found:
+                    line, col, _, _ = span(report.hit.node)
+                    self.warn(f"{line}:{col + 1}: {report.code} {report.message}")
+            todo = safe_fixes(found, span)
+            if not todo:
+                break
+            swap = {id(r.fix.replacement.old): r.fix.replacement.new for r in todo}
+            tree = tree.visit(_Swap(swap))
+        return tree
+
+
+class _Swap(cst.CSTTransformer):
+    def __init__(self, swap: dict[int, cst.CSTNode]):
+        super().__init__()
+        self.swap = swap
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) not in self.swap
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        return self.swap.get(id(original), updated)

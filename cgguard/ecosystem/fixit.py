@@ -1,0 +1,74 @@
+"""cgguard's rules as Fixit 2 lint rules (a thin adapter over the same rule classes).
+
+    fixit --rules cgguard.ecosystem.fixit lint PATH
+    fixit --rules cgguard.ecosystem.fixit fix --automatic PATH
+
+or, in ``pyproject.toml``::
+
+    [tool.fixit]
+    enable = ["cgguard.ecosystem.fixit"]
+
+Each rule runs cgguard's engine on the module Fixit parsed and reports what
+``cgguard check`` reports, at the same place, with cgguard's message; a safe fix
+is the same CST change ``cgguard fix`` makes (Fixit applies it to that node).
+Unsafe and display-only fixes are reported without an autofix, as ``cgguard fix``
+leaves them unless asked.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from fixit import Invalid, LintRule, Valid
+from libcst.metadata import PositionProvider
+
+from cgguard.ecosystem.common import module_reports
+from cgguard.static.rules.base import SAFE
+
+
+def _cases(code: str, kind: str) -> list[str]:
+    try:
+        from cgguard.static.workflow.ruledocs import get_rule
+
+        rule = get_rule(code)
+        return [case.source() for case in rule.cases(kind)] if rule else []
+    except (OSError, ImportError):
+        return []
+
+
+class _CgguardRule(LintRule):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+    CODE = ""
+
+    def _span(self, node: cst.CSTNode):
+        r = self.get_metadata(PositionProvider, node)
+        return (r.start.line, r.start.column, r.end.line, r.end.column)
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        for report in module_reports(node, self._span):
+            if report.code != self.CODE:
+                continue
+            where = self.get_metadata(PositionProvider, report.hit.node)
+            fix = report.fix
+            if fix is not None and fix.applicability == SAFE:
+                self.report(fix.replacement.old, report.message, position=where, replacement=fix.replacement.new)
+            else:
+                self.report(report.hit.node, report.message, position=where)
+        return False  # the engine walked the module already
+
+
+class CGG001(_CgguardRule):
+    """A per-token profiling block count: the CUDA-graph capture size (tokens) reaches a
+    KV-cache block count (sequences) without a request-count bound (`cgguard rule CGG001`)."""
+
+    CODE = "CGG001"
+    VALID = [Valid(src) for src in _cases("CGG001", "silent")]
+    INVALID = [Invalid(src) for src in _cases("CGG001", "flagged")]
+
+
+class CGG002(_CgguardRule):
+    """A block count takes max() with the CUDA-graph capture size, so it still grows with
+    the token count (`cgguard rule CGG002`); reported, never rewritten."""
+
+    CODE = "CGG002"
+    VALID = [Valid(src) for src in _cases("CGG002", "silent")]
+    INVALID = [Invalid(src) for src in _cases("CGG002", "flagged")]
