@@ -8,14 +8,14 @@ timeout turns a return of that into a failure instead of a stuck run.
 
 from __future__ import annotations
 
-from cgguard.static.driver.run import fix_source_text
+from cgguard.static.driver.run import check_text
 from tests.robustness.conftest import cgguard
 
 
 def test_finding_message_stays_one_readable_line():
     text = ("class R(GPUModelRunner):\n    def f(self):\n        min_blocks = "
             "self.compilation_config.max_cudagraph_capture_size" + " or 1" * 20_000 + "\n")
-    result = fix_source_text(text, "runner.py")
+    result = check_text(text, "runner.py")  # the findings as reported, before any fix
     assert result.findings
     assert all(len(f.message) <= 140 for f in result.findings)  # about 120, whatever the code
 
