@@ -31,6 +31,7 @@ from cgguard.static.rules.vocabulary import SINK_WORDS
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.
 _RETURN_VALUE = re.compile(r"^[ \t]*return[ \t]*[^\s#;]", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z_]\w*")
 
 Span = tuple[int, int]  # (first line index, index after the last line)
 
@@ -52,6 +53,8 @@ def needs_full_parse(
     ``chunks`` are the functions holding a needle; ``enclosing_function(i)`` the span
     of the function around line index ``i`` (None at module or class level).
     """
+    if not SINK_WORDS.search(text):
+        return False  # no block count anywhere
     candidates: dict[str, Span] = {}
     for start, end in chunks:
         name = def_name(lines[start])
@@ -61,38 +64,56 @@ def needs_full_parse(
     if not candidates:
         return False
     starts = list(accumulate(map(len, lines), initial=0))
+    functions: dict[Span, tuple[str | None, bool, bool]] = {}
 
-    def uses(names: set[str]) -> dict[str, list[int]]:
-        """Line indexes where each name appears as a word, def lines excluded."""
-        found: dict[str, list[int]] = {n: [] for n in names}
-        pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b")
-        for m in pattern.finditer(text):
-            i = bisect_right(starts, m.start()) - 1
-            if def_name(lines[i]) == m.group(1):
-                continue
-            if not found[m.group(1)] or found[m.group(1)][-1] != i:
-                found[m.group(1)].append(i)
+    def function_at(i: int) -> tuple[str | None, bool, bool] | None:
+        """(name, holds a block-count word, returns a value) of the function around line i."""
+        span = enclosing_function(i)
+        if span is None:
+            return None  # module or class level: never a block count
+        found = functions.get(span)
+        if found is None:
+            body = "".join(lines[span[0] : span[1]])
+            found = functions[span] = (
+                def_name(lines[span[0]]),
+                SINK_WORDS.search(body) is not None,
+                _RETURN_VALUE.search(body) is not None,
+            )
         return found
 
-    def reaches_block_count(name: str) -> bool:
-        """Is ``name`` used (directly or through functions returning it) where a block count is?"""
-        frontier, seen = {name}, {name}
-        while frontier:
-            found: set[str] = set()
-            for used_at in uses(frontier).values():
-                for i in used_at:
-                    span = enclosing_function(i)
-                    if span is None:
-                        continue  # a use at module or class level is never a block count
-                    body = "".join(lines[span[0] : span[1]])
-                    if SINK_WORDS.search(body):
-                        return True
-                    caller = def_name(lines[span[0]])
-                    if caller and caller not in seen and _RETURN_VALUE.search(body):
-                        found.add(caller)
-            seen |= found
-            frontier = found
-        return False
+    def uses(names: set[str]):
+        """(name, line index) of each word in ``names`` off its own def line, in one pass."""
+        if len(names) <= 64:
+            pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+        else:
+            pattern = _WORD  # many names: every word, looked up (linear in the text)
+        for m in pattern.finditer(text):
+            word = m.group()
+            if word not in names:
+                continue
+            i = bisect_right(starts, m.start()) - 1
+            if def_name(lines[i]) != word:
+                yield word, i
 
-    # Text first; only then one small parse: does the helper's own return carry the capture size?
-    return any(reaches_block_count(n) and returns_capture(*span) for n, span in candidates.items())
+    # Which helpers' results reach a function with a block-count word, directly or through
+    # functions returning them (each name carries the helpers it may return).
+    carries: dict[str, set[str]] = {n: {n} for n in candidates}
+    reaching: set[str] = set()
+    frontier = set(candidates)
+    while frontier:
+        grown: set[str] = set()
+        for name, i in uses(frontier):
+            found = function_at(i)
+            if found is None:
+                continue
+            caller, sink, returns = found
+            if sink:
+                reaching |= carries[name]
+            elif returns and caller is not None:
+                mine = carries.setdefault(caller, set())
+                if not carries[name] <= mine:
+                    mine |= carries[name]
+                    grown.add(caller)
+        frontier = grown
+    # Text first; then one small parse each: does the helper's own return carry the capture size?
+    return any(returns_capture(*candidates[n]) for n in sorted(reaching))

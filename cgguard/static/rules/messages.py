@@ -21,9 +21,14 @@ def message_for(code: str, hit: Hit, ctx: Context, bound: str) -> str:
         return _fit(f"{subject} counts one block per captured token; use `", bound,
                     "` (no request count in scope)", request)
     if hit.guessed:
-        # self.max_num_reqs where the class shows no request count: an unsafe fix.
-        return _fit(f"{subject} counts one block per captured token; use `", bound,
-                    "` (unsafe fix: the class shows no request count)", request)
+        # self.max_num_reqs where the class shows no request count: an unsafe fix (the why
+        # is in the fix's description when the line has no room for it).
+        before = f"{subject} counts one block per captured token; use `"
+        for after in ("` (unsafe fix: the class shows no request count)", "` (unsafe fix)"):
+            message = _fit(before, bound, after, request)
+            if len(message) <= MAX_MESSAGE:
+                break
+        return message
     return _fit(f"{subject} counts one block per captured token; use `", bound, "`", request)
 
 
