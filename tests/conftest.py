@@ -53,3 +53,14 @@ def run_cgguard(*args: str, cwd: Path | str | None = None, input: str | None = N
 @pytest.fixture(scope="session")
 def vllm_dir() -> Path:
     return installed_vllm_dir()
+
+
+def cli_runner():
+    """A click CliRunner that keeps standard error apart on click 8.1 (opt-in) and 8.2+
+    (always). fixit pins click<8.2, so the test environment may hold either."""
+    from click.testing import CliRunner
+
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()

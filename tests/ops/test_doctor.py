@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from cgguard.ops.doctor_cli import doctor
-from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, run_cgguard
+from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, cli_runner, run_cgguard
 
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 
@@ -163,7 +162,7 @@ def test_patched_build_inside_affected_releases(tmp_path, real_runner_text, monk
     install_fake_vllm(site, "vllm", "0.20.1", real_runner_text)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("CGGUARD_MODE", raising=False)
-    result = CliRunner().invoke(doctor, ["--format", "json"])
+    result = cli_runner().invoke(doctor, ["--format", "json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert (out["distribution"], out["vllm_version"]) == ("vllm", "0.20.1")
@@ -188,7 +187,7 @@ def test_guard_status_and_advice_follow_the_environment(
     monkeypatch.syspath_prepend(str(site))
     for key in ("CGGUARD_MODE", "VLLM_PLUGINS"):
         monkeypatch.delenv(key, raising=False)
-    result = CliRunner().invoke(doctor, ["--format", "json"], env=env)
+    result = cli_runner().invoke(doctor, ["--format", "json"], env=env)
     assert result.exit_code == 1, result.output
     out = json.loads(result.stdout)
     assert out["guard"]["mode"] == mode
@@ -200,7 +199,7 @@ def test_plugin_not_registered_where_vllm_lives(tmp_path, buggy_runner_text):
     # --site limits the search to one folder: cgguard is not installed there.
     site = tmp_path / "site"
     install_fake_vllm(site, "vllm", "0.19.2", buggy_runner_text)
-    result = CliRunner().invoke(doctor, ["--site", str(site)], env={"CGGUARD_MODE": None})
+    result = cli_runner().invoke(doctor, ["--site", str(site)], env={"CGGUARD_MODE": None})
     assert result.exit_code == 1
     assert "plugin not registered" in result.stdout
     assert "install cgguard into the same environment as vLLM" in result.stdout
@@ -210,7 +209,7 @@ def test_no_vllm_installed_is_an_error(tmp_path):
     empty = tmp_path / "empty-site"
     empty.mkdir()
     for fmt in ("text", "json"):
-        result = CliRunner().invoke(doctor, ["--site", str(empty), "--format", fmt])
+        result = cli_runner().invoke(doctor, ["--site", str(empty), "--format", fmt])
         assert result.exit_code == 2
         assert result.stderr.count("\n") == 1
         assert "no installed distribution provides the `vllm` package" in result.stderr
@@ -228,7 +227,7 @@ def test_path_on_a_source_checkout_then_fix(tmp_path, buggy_runner_text):
     (root / "vllm" / "_version.py").write_text("__version__ = version = '0.24.1.dev5+gabc1234'\n")
     line, col = bug_position(buggy_runner_text)
 
-    result = CliRunner().invoke(doctor, ["--path", str(root), "--format", "json"])
+    result = cli_runner().invoke(doctor, ["--path", str(root), "--format", "json"])
     assert result.exit_code == 1, result.output
     out = json.loads(result.stdout)
     assert out["source"] == "path" and out["vllm_version"] == "0.24.1.dev5+gabc1234"
@@ -237,14 +236,14 @@ def test_path_on_a_source_checkout_then_fix(tmp_path, buggy_runner_text):
 
     # Following the advice makes doctor happy.
     assert run_cgguard("fix", str(root)).returncode == 0
-    after = CliRunner().invoke(doctor, ["--path", str(root)])
+    after = cli_runner().invoke(doctor, ["--path", str(root)])
     assert after.exit_code == 0, after.output
     assert "Not affected" in after.stdout
 
 
 def test_path_that_does_not_exist(tmp_path):
     missing = tmp_path / "nope"
-    result = CliRunner().invoke(doctor, ["--path", str(missing)])
+    result = cli_runner().invoke(doctor, ["--path", str(missing)])
     assert result.exit_code == 2
     assert result.stderr == f"cgguard doctor: error: {missing}: no such directory\n"
     assert result.stdout == ""
@@ -256,7 +255,7 @@ def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
     (root / RUNNER).write_text(real_runner_text, encoding="utf-8")
     # The linter only parses files that mention a capture size; this one does, and is broken.
     (root / "vllm" / "broken.py").write_text("n = cfg.max_cudagraph_capture_size\ndef f(:\n")
-    result = CliRunner().invoke(doctor, ["--path", str(root), "--format", "json"])
+    result = cli_runner().invoke(doctor, ["--path", str(root), "--format", "json"])
     assert result.exit_code == 2
     out = json.loads(result.stdout)
     assert out["affected"] is False and [e["path"] for e in out["errors"]] == [str(root / "vllm" / "broken.py")]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from tests.conftest import cli_runner
 
 from cgguard.ops.estimate_cli import estimate
 from tests.conftest import run_cgguard
@@ -14,12 +14,8 @@ from tests.conftest import run_cgguard
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
 
-def _runner() -> CliRunner:
-    """A runner that keeps standard error apart on click 8.1 (opt-in) and 8.2+ (always)."""
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
+def _runner():
+    return cli_runner()
 
 # Llama-3-8B's config.json (the fields that matter, as published): no head_dim, so
 # head_dim = 4096 // 32 = 128.
