@@ -51,7 +51,9 @@ HERE = Path(__file__).resolve().parent
 RULE_CASES = HERE.parent / "rules"
 RULES = HERE / "rules"
 DEFAULT_WORK = HERE / ".work"
-ALL_TOOLS = ("cgguard", "semgrep", "fixit", "grep")
+# fixit-cgguard and codemod: cgguard's own rule through Fixit and libcst's codemod CLI
+# (cgguard.ecosystem), run with this interpreter, which has cgguard and Fixit.
+ALL_TOOLS = ("cgguard", "semgrep", "fixit", "grep", "fixit-cgguard", "codemod")
 # Where the runner lives inside a vLLM package.
 DEFAULT_RUNNER = "v1/worker/gpu_model_runner.py"
 FIXIT_SPEC = "fixit==2.2.1"
@@ -307,7 +309,8 @@ class Row:
     @property
     def tool(self) -> str:
         """The tool's name as the tables show it."""
-        return {"cg": "cgguard", "sg": "semgrep", "fx": "Fixit", "grep": "grep", "py": "python"}[self.key.split("_")[0]]
+        return {"cg": "cgguard", "sg": "semgrep", "fx": "Fixit", "grep": "grep", "py": "python",
+                "fc": "Fixit (cgguard rule)", "cm": "codemod (cgguard)"}[self.key.split("_")[0]]
 
     @property
     def median(self) -> float | None:
@@ -322,6 +325,9 @@ _CGGUARD_FINDING = re.compile(r"^\S.*:\d+:\d+: CGG\d{3} ", re.M)
 _FIXED = re.compile(r"Fixed (\d+) finding")
 _FILES_CHECKED = re.compile(r"in (\d+) files? checked")
 _FIXIT_FINDING = re.compile(r"@\d+:\d+ PerTokenProfilingBlocks: ", re.M)
+_FIXIT_CGGUARD_FINDING = re.compile(r"@\d+:\d+ CGG\d{3}: ", re.M)
+_CODEMOD_WARNING = re.compile(r"^WARNING: \d+:\d+: CGG\d{3} ", re.M)
+_CODEMOD_FILES = re.compile(r"Finished codemodding (\d+) files")
 
 
 def files_cgguard(s: Sample) -> int | None:
@@ -375,6 +381,19 @@ def count_semgrep(s: Sample) -> int | None:
 
 def count_fixit(s: Sample) -> int:
     return len(_FIXIT_FINDING.findall(s.stdout))
+
+
+def count_fixit_cgguard(s: Sample) -> int:
+    return len(_FIXIT_CGGUARD_FINDING.findall(s.stdout))
+
+
+def count_codemod(s: Sample) -> int:
+    return len(_CODEMOD_WARNING.findall(s.stderr))
+
+
+def files_codemod(s: Sample) -> int | None:
+    m = _CODEMOD_FILES.search(s.stderr)
+    return int(m.group(1)) if m else None
 
 
 def count_lines(s: Sample) -> int:
@@ -431,6 +450,22 @@ def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree:
     if "fixit" in tools:
         rows.append(Row("fx_runner", "Fixit, runner file", "runner", [*fixit, str(c.runner)],
                         count_fixit, files_fixit, env=fixit_env))
+    if "fixit-cgguard" in tools:
+        rows.append(Row("fc_runner", "Fixit with cgguard's rule (cgguard.ecosystem.fixit), runner file", "runner",
+                        [sys.executable, "-m", "fixit", "--rules", "cgguard.ecosystem.fixit", "lint", str(c.runner)],
+                        count_fixit_cgguard, files_fixit))
+    if "codemod" in tools:
+        cm_dir = work / "codemod"
+        cm_target = cm_dir / c.runner.name
+
+        def fresh_codemod_copy() -> None:
+            cm_dir.mkdir(exist_ok=True)
+            shutil.copyfile(c.runner, cm_target)
+
+        rows.append(Row("cm_fix", "libcst codemod with cgguard's fix (cgguard.ecosystem.codemod), runner file (fresh copy)",
+                        "runner", [sys.executable, "-m", "libcst.tool", "codemod", "-x", "--no-format",
+                                   "cgguard.ecosystem.codemod.BoundProfilingBlocks", str(cm_target)],
+                        count_codemod, files_codemod, ok_rcs=(0,), cwd=cm_dir, prepare=fresh_codemod_copy))
     if "grep" in tools:
         rows.append(Row("grep_runner", "grep -n literal, runner file", "runner",
                         ["grep", "-n", "-F", GREP_LITERAL, str(c.runner)], count_lines, no_count))
@@ -573,6 +608,7 @@ def count_clean_tree(rows: list[Row], c: Corpora) -> dict[str, str]:
 _PER_FILE = {
     "cgguard": re.compile(r"^(\S.*?):\d+:\d+: CGG\d{3} ", re.M),
     "Fixit": re.compile(r"^(\S.*?)@\d+:\d+ PerTokenProfilingBlocks: ", re.M),
+    "Fixit (cgguard rule)": re.compile(r"^(\S.*?)@\d+:\d+ CGG\d{3}: ", re.M),
     "grep": re.compile(r"^(.*?):\d+:", re.M),
 }
 
@@ -613,7 +649,7 @@ def check_rule_cases(rows: list[Row], work: Path) -> str:
         expected[name] = kind
     per_tool: dict[str, dict[str, int]] = {}
     for row in rows:
-        if row.group != "runner" or row.key == "cg_fix":
+        if row.group != "runner" or row.key in ("cg_fix", "cm_fix"):
             continue
         tool = row.tool
         if tool == "grep":
@@ -704,7 +740,7 @@ def _log(msg: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=None, help="timed rounds (default 5; 1 with --quick)")
-    p.add_argument("--tools", default=",".join(ALL_TOOLS), help="comma list of cgguard,semgrep,fixit,grep")
+    p.add_argument("--tools", default=",".join(ALL_TOOLS), help="comma list of " + ",".join(ALL_TOOLS))
     p.add_argument("--corpus", type=Path, default=None, help="source tree (default: the installed vLLM package)")
     p.add_argument("--runner", default=DEFAULT_RUNNER, help=f"runner file inside the corpus (default {DEFAULT_RUNNER})")
     p.add_argument("--work", type=Path, default=DEFAULT_WORK, help="where corpora and tool venv go")

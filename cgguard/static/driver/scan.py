@@ -77,18 +77,19 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         chunks, scope_sink = _ast_chunks(tree, needles)
         if scope_sink:
             return deep(lambda: _full(text, lines, path, needles))
-    # Only functions that also hold a block-count word can hold a finding: libcst
-    # parses those. The others are parsed by Python's parser alone, so the syntax
-    # errors cgguard reports stay those of every function holding a capture size.
+    # The screen: only a function with a scope holding both a capture-size source and
+    # a sink of its own can hold a finding; libcst parses those. Python's parser reads
+    # every cut function (so the syntax errors cgguard reports stay those of every
+    # function holding a capture size) and its tree decides.
     screened = []
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
-            validate(_parsable(lines, start, chunk), path)
+            chunk_tree = validate(_parsable(lines, start, chunk), path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             validate(text, path)  # the whole file must fail too (else: a cut the chunk did not survive)
             return deep(lambda: _full(text, lines, path, needles))
-        if SINK_WORDS.search(chunk):
+        if SINK_WORDS.search(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
     if _helper_flow_possible(text, lines, chunks, path):
         # A helper's result may become a block count elsewhere: the rules need every caller.
@@ -105,8 +106,6 @@ def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, i
     indexes, and whether a class or module scope holding a needle could hold a finding:
     its own code (outside its functions) names both a capture-size source (not just
     in a string) and a sink (a block count, a byte budget, a profiling builder)."""
-    from cgguard.static.rules import vocabulary as vocab
-
     chunks: dict[int, tuple[int, int]] = {}
     scopes: dict[int, ast.AST] = {}
     cache: dict[int, list[int]] = {}
@@ -118,34 +117,79 @@ def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, i
             continue
         scope = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), tree)
         scopes[id(scope)] = scope
-    for scope in scopes.values():
-        source = sink = False
-        for node in _own_nodes(scope):
-            if isinstance(node, ast.Name):
-                name = node.id
-            elif isinstance(node, ast.Attribute):
-                name = node.attr
-                source = source or name in vocab.CAPTURE_SIZE_ATTRS
-            elif isinstance(node, ast.keyword):
-                name = node.arg or ""
-            else:
-                continue
-            source = source or name in vocab.CAPTURE_LIST_NAMES  # `[-1]`, `max(...)` of a list
-            sink = sink or vocab.is_sink_name(name) or vocab.is_profiling_builder(name)
-            if source and sink:
-                return [], True
+    if any(_source_and_sink(scope, []) for scope in scopes.values()):
+        return [], True
     return sorted(chunks.values()), False
 
 
-def _own_nodes(scope: ast.AST):
-    """Every node of a class or module body outside the functions and classes in it."""
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _may_hit(tree: ast.Module) -> bool:
+    """Does any scope in ``tree`` hold both a capture-size source and a sink of its own?
+
+    The flow starts a taint only at a capture-size source of the scope it walks (or
+    a parameter default) and reports only at a sink of that scope, so a function
+    without such a scope cannot hold a finding. Checked on Python's tree: a
+    superset of the rules' node matching (:mod:`cgguard.static.rules.nodes`).
+    """
+    scopes: list[ast.AST] = [tree]
+    while scopes:
+        if _source_and_sink(scopes.pop(), scopes):
+            return True
+    return False
+
+
+def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
+    """Both in ``scope``'s own code (nested functions and classes go to ``nested``)."""
+    source = sink = False
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = scope.args
+        defaults = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+        source = any(_is_source(n) for d in defaults for n in ast.walk(d))
     stack = list(scope.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, _SCOPES):
+            nested.append(node)
             continue
-        yield node
+        source = source or _is_source(node)
+        sink = sink or _is_sink(node)
+        if source and sink:
+            return True
         stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _last(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def _is_source(node: ast.AST) -> bool:
+    from cgguard.static.rules import vocabulary as vocab
+
+    # A value read (an assignment target is not a source).
+    if isinstance(node, ast.Attribute):
+        return node.attr in vocab.CAPTURE_SIZE_ATTRS and not isinstance(node.ctx, ast.Store)
+    if isinstance(node, ast.Subscript):
+        return _last(node.value) in vocab.CAPTURE_LIST_NAMES and not isinstance(node.ctx, ast.Store)
+    if isinstance(node, ast.Call):
+        return _last(node.func) == "max" and any(_last(a) in vocab.CAPTURE_LIST_NAMES for a in node.args)
+    return False
+
+
+def _is_sink(node: ast.AST) -> bool:
+    from cgguard.static.rules import vocabulary as vocab
+
+    if isinstance(node, ast.Call):
+        callee = _last(node.func)
+        return callee is not None and vocab.is_profiling_builder(callee)
+    if isinstance(node, ast.keyword):
+        return node.arg is not None and vocab.is_sink_name(node.arg)
+    # A name or attribute receives a count only as an assignment target.
+    if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+        return vocab.is_sink_name(_last(node))
+    return False
 
 
 def _statements_at(tree: ast.Module, lineno: int, cache: dict[int, list[int]]) -> list[ast.stmt]:
@@ -203,6 +247,12 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> boo
         return None if start is None else (start, _block_end(lines, start))
 
     def returns_capture(start: int, end: int) -> bool:
+        # A function with no capture-size source of its own (Python's tree says so,
+        # cheaply) returns none: libcst is not needed to know.
+        source = _parsable(lines, start, "".join(lines[start:end]))
+        if not any(_is_source(n) for n in ast.walk(ast.parse(source, filename=path))):
+            return False
+
         def work() -> bool:
             from cgguard.static.rules.engine import function_returns_capture
 
