@@ -233,11 +233,16 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
     Exit codes: 0 nothing remains, 1 findings remain (with --diff: also when it
     would fix something), 2 errors (errors win).
     """
-    from cgguard.static.workflow.formats import Sources
     from cgguard.static.driver.run import fix_paths
+    from cgguard.static.workflow.formats import MACHINE_FORMATS, Sources
     from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
+    if diff and fmt in MACHINE_FORMATS and output_file is None:
+        # The diff owns standard output; a JSON/SARIF document after it would parse as neither.
+        click.echo(f"cgguard: error: --diff writes the diff to standard output; "
+                   f"with --format {fmt}, name a file for the report with --output-file", err=True)
+        sys.exit(2)
     settings = _settings(paths, config_file, isolated, stdin_filename,
                          force_exclude=force_exclude, unsafe_fixes=unsafe_fixes)
     finding_filter = make_filter(settings)

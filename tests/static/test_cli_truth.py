@@ -6,6 +6,8 @@ pins down; each one failed on the behaviour the issue reported.
 
 from __future__ import annotations
 
+import json
+
 import os
 import re
 import subprocess
@@ -75,6 +77,18 @@ def test_1_fix_exits_0_when_nothing_remains_1_when_findings_remain_2_on_errors(t
     assert broken.stdout.splitlines()[-1] == (
         f"Fixed 0 findings. 1 finding remains in 1 file checked. 1 error. {HINT_002}"
     )
+
+
+def test_1_fix_diff_keeps_machine_reports_off_the_diffs_stream(tmp_path):
+    _write(tmp_path, {"runner.py": BUGGY})
+    mixed = run_cgguard("fix", "--diff", "--format", "json", "runner.py", cwd=tmp_path)
+    assert (mixed.returncode, mixed.stdout) == (2, "")
+    assert mixed.stderr.count("\n") == 1 and "--output-file" in mixed.stderr
+    apart = run_cgguard("fix", "--diff", "--format", "json", "-o", "report.json", "runner.py", cwd=tmp_path)
+    assert apart.returncode == 1
+    assert apart.stdout.startswith("--- a/runner.py")
+    assert json.loads((tmp_path / "report.json").read_text()) == []  # nothing would remain
+    assert (tmp_path / "runner.py").read_text() == BUGGY
 
 
 # ---- 2. a fix that cannot be written ------------------------------------------------------
