@@ -7,7 +7,6 @@ pins down; each one failed on the behaviour the issue reported.
 from __future__ import annotations
 
 import json
-
 import os
 import re
 import subprocess
