@@ -357,3 +357,27 @@ def test_screen_is_linear_in_many_helpers():
     assert _screen(code, returns_capture=lambda s, e: parsed.append(s) or True)
     assert time.perf_counter() - started < 10
     assert len(parsed) == 1  # only the helper whose result reaches a block count is parsed
+
+
+@pytest.mark.parametrize(
+    "body, may",
+    [
+        ("return self.compilation_config.max_cudagraph_capture_size or 1", True),
+        ("cap = self.compilation_config.max_cudagraph_capture_size\n    n, m = cap, 1\n    return n", True),
+        ("a = b = self.cudagraph_batch_sizes[-1]\n    return b", True),
+        ("if (n := self.compilation_config.max_capture_size):\n        return n\n    return 0", True),
+        ("self.n = self.compilation_config.max_cudagraph_capture_size\n    return None if 0 else 1", False),
+        ("def inner():\n        return self.compilation_config.max_cudagraph_capture_size\n    return 1", True),
+        ("x = self.compilation_config.max_cudagraph_capture_size\n    return", False),
+    ],
+)
+def test_may_return_capture_over_approximates_the_flow(body, may):
+    # The function as a method (indented), its body one level deeper.
+    text = "    def f(self):\n" + textwrap.indent(body.replace("\n    ", "\n"), " " * 8) + "\n"
+    lines = text.splitlines(keepends=True)
+    assert helperscreen.may_return_capture(lines, 0, len(lines)) is may
+
+
+def test_may_return_capture_follows_parameter_defaults():
+    lines = ["def f(n=CONFIG.max_cudagraph_capture_size):\n", "    return n\n"]
+    assert helperscreen.may_return_capture(lines, 0, 2)

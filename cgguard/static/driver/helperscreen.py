@@ -21,12 +21,13 @@ Imports nothing heavy: callers pass the parse.
 
 from __future__ import annotations
 
+import ast
 import re
 from bisect import bisect_right
 from itertools import accumulate
 from typing import Callable
 
-from cgguard.static.rules.vocabulary import SINK_WORDS
+from cgguard.static.rules.vocabulary import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.
@@ -34,6 +35,10 @@ _RETURN_VALUE = re.compile(r"^[ \t]*return[ \t]*[^\s#;]", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 Span = tuple[int, int]  # (first line index, index after the last line)
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
 
 
 def def_name(line: str) -> str | None:
@@ -53,14 +58,14 @@ def needs_full_parse(
     ``chunks`` are the functions holding a needle; ``enclosing_function(i)`` the span
     of the function around line index ``i`` (None at module or class level).
     """
-    if not SINK_WORDS.search(text):
-        return False  # no block count anywhere
     candidates: dict[str, Span] = {}
     for start, end in chunks:
         name = def_name(lines[start])
-        if name is None or not _RETURN_VALUE.search("".join(lines[start:end])):
+        if name is None:
             continue
-        candidates.setdefault(name, (start, end))
+        body = "".join(lines[start:end])
+        if "return" in body and _RETURN_VALUE.search(body):
+            candidates.setdefault(name, (start, end))
     if not candidates:
         return False
     starts = list(accumulate(map(len, lines), initial=0))
@@ -81,17 +86,25 @@ def needs_full_parse(
             )
         return found
 
+    def positions(names: set[str]):
+        """(name, offset) of each occurrence of a name in ``names`` as a whole word."""
+        if len(names) > 64:  # many names: every word, looked up (linear in the text)
+            for m in _WORD.finditer(text):
+                if m.group() in names:
+                    yield m.group(), m.start()
+            return
+        for name in sorted(names):
+            at = text.find(name)
+            while at >= 0:
+                end = at + len(name)
+                if not (at and _word_char(text[at - 1])) and not (end < len(text) and _word_char(text[end])):
+                    yield name, at
+                at = text.find(name, end)
+
     def uses(names: set[str]):
-        """(name, line index) of each word in ``names`` off its own def line, in one pass."""
-        if len(names) <= 64:
-            pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
-        else:
-            pattern = _WORD  # many names: every word, looked up (linear in the text)
-        for m in pattern.finditer(text):
-            word = m.group()
-            if word not in names:
-                continue
-            i = bisect_right(starts, m.start()) - 1
+        """(name, line index) of each use of a name in ``names``, its own def line excluded."""
+        for word, at in positions(names):
+            i = bisect_right(starts, at) - 1
             if def_name(lines[i]) != word:
                 yield word, i
 
@@ -115,5 +128,105 @@ def needs_full_parse(
                     mine |= carries[name]
                     grown.add(caller)
         frontier = grown
-    # Text first; then one small parse each: does the helper's own return carry the capture size?
-    return any(returns_capture(*candidates[n]) for n in sorted(reaching))
+    # Text first, then Python's tree (a cheap over-approximation), then the rules' own
+    # parse: does the helper's own return carry the capture size?
+    return any(
+        may_return_capture(lines, *candidates[n]) and returns_capture(*candidates[n])
+        for n in sorted(reaching)
+    )
+
+
+def may_return_capture(lines: list[str], start: int, end: int) -> bool:
+    """Can a function on ``lines[start:end]`` (or one nested in it) return a capture-size count?
+
+    A flow-insensitive over-approximation of the rules' flow on Python's tree: names
+    and attribute chains assigned (in any order, unpacked or chained, walrus too) from
+    an expression mentioning a capture-size name or such a name are tainted; so are
+    parameters whose default mentions one. False only when no ``return`` value of the
+    function's own code mentions either, which the flow then cannot taint.
+    """
+    chunk = "".join(lines[start:end])
+    try:
+        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # the parse that follows decides
+    return any(
+        _function_may_return(node)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
+
+
+_CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
+
+
+def _function_may_return(func: ast.AST) -> bool:
+    assignments: list[tuple[list[ast.AST], ast.AST]] = []
+    returns: list[ast.AST] = []
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # its own scope
+        if isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+        elif isinstance(node, ast.Assign):
+            assignments.append((node.targets, node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            assignments.append(([node.target], node.value))
+        stack.extend(ast.iter_child_nodes(node))
+    if not returns:
+        return False
+    tainted: set[str] = set()
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    defaults = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+    defaults += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    for param, default in defaults:
+        if _mentions(default, tainted):
+            tainted.add(param.arg)
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in assignments:
+            if not _mentions(value, tainted):
+                continue
+            for target in targets:
+                for key in _target_keys(target):
+                    if key not in tainted:
+                        tainted.add(key)
+                        changed = True
+    return any(_mentions(value, tainted) for value in returns)
+
+
+def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute):
+            if node.attr in _CAPTURE_NAMES or _dotted(node) in tainted:
+                return True
+        elif isinstance(node, ast.Name) and (node.id in _CAPTURE_NAMES or node.id in tainted):
+            return True
+    return False
+
+
+def _target_keys(target: ast.AST):
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_keys(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_keys(target.value)
+    else:
+        key = _dotted(target)
+        if key is not None:
+            yield key
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
