@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 
 from cgguard.static.workflow.ruledocs import all_rules
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, run_cgguard
+from tests.workflow.conftest import readme_snippet
 
 FIXIT_RULES = "cgguard.ecosystem.fixit"
 CODEMOD = "cgguard.ecosystem.codemod.BoundProfilingBlocks"
@@ -146,9 +148,21 @@ def test_buggy_vllm_runner_same_finding_and_fix(buggy_runner: Path, tmp_path: Pa
         assert (work / "gpu_model_runner.py").read_bytes() == installed, tool
 
 
+@pytest.mark.parametrize("snippet", ["fixit", "codemod"])
+def test_readme_commands_as_users_type_them(snippet: str, cases: Path, fixed_by_cgguard, tmp_path: Path) -> None:
+    """The README's commands, run as written (``src/`` is the folder they name)."""
+    shutil.copytree(cases, tmp_path / "src")
+    for line in readme_snippet(snippet).splitlines():
+        argv = shlex.split(line)
+        program = {"fixit": [sys.executable, "-m", "fixit"], "python": [sys.executable]}[argv[0]]
+        result = subprocess.run([*program, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert result.returncode in (0, 1), line + "\n" + result.stdout + result.stderr
+    assert _files(tmp_path / "src") == fixed_by_cgguard
+
+
 def test_fixit_config_enables_the_rules(tmp_path: Path) -> None:
     """`[tool.fixit] enable = [...]` in a project's pyproject.toml, as the README shows."""
-    (tmp_path / "pyproject.toml").write_text('[tool.fixit]\nroot = true\nenable = ["cgguard.ecosystem.fixit"]\n')
+    (tmp_path / "pyproject.toml").write_text(readme_snippet("fixit-config").replace("[tool.fixit]\n", "[tool.fixit]\nroot = true\n"))
     case = next(c for r in all_rules() for c in r.cases("flagged") if r.code == "CGG001" and c.fixed_path)
     (tmp_path / "runner.py").write_text(case.source(), encoding="utf-8")
     result = _run("-m", "fixit", "lint", "runner.py", cwd=tmp_path)
