@@ -316,14 +316,27 @@ def deep(work):
         except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
             error.append(exc)
 
-    old_size = threading.stack_size(_DEEP_STACK)
     old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, _DEEP_RECURSION))
-    try:
-        thread = threading.Thread(target=run, name="cgguard-libcst", daemon=True)
-        thread.start()
-    finally:
-        threading.stack_size(old_size)
+    thread = None
+    # A smaller stack where the address space is limited (ulimit -v); the limit follows it.
+    for stack, limit in ((_DEEP_STACK, _DEEP_RECURSION), (_DEEP_STACK // 8, _DEEP_RECURSION // 8)):
+        try:
+            old_size = threading.stack_size(stack)
+        except (ValueError, RuntimeError):
+            continue
+        sys.setrecursionlimit(max(old_limit, limit))
+        try:
+            candidate = threading.Thread(target=run, name="cgguard-libcst", daemon=True)
+            candidate.start()
+            thread = candidate
+            break
+        except (RuntimeError, MemoryError):
+            sys.setrecursionlimit(old_limit)
+            continue
+        finally:
+            threading.stack_size(old_size)
+    if thread is None:
+        return work()  # no thread to be had: the default stack, and its limits
     try:
         thread.join()
     finally:
