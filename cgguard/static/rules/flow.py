@@ -203,16 +203,9 @@ class ScopeFlow:
             if callee == "min":
                 if any(self._is_request(a.value) for a in args):
                     return None
-                # min(capture, <token count>) still counts tokens; min(capture, other) is
-                # bounded by the other value (a constant, something unknown).
-                tainted = [self._arg_taint(a) for a in args]
-                first = next((t for t in tainted if t), None)
-                if first is not None and all(
-                    t or (not a.star and self._count_kind(a.value) == reach.TOKENS)
-                    for t, a in zip(tainted, args)
-                ):
-                    return first
-                return None
+                # Only a request count bounds it: min(capture, <token count>) still counts
+                # tokens, and so does min(capture, <constant>) (one block per token up to it).
+                return next((t for t in map(self._arg_taint, args) if t), None)
             if callee == "max" and len(args) > 1:
                 for a in args:
                     t = self._arg_taint(a)
