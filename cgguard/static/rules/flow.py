@@ -39,7 +39,7 @@ class Taint:
     source: cst.BaseExpression  # the capture-size expression it came from
     reported: bool = False
     # The call of a helper (a method of the class, a function of the module) the value
-    # came from, and that helper's summary (engine.HelperSummary).
+    # came from, and that helper's summary (helperflow.HelperSummary).
     call: cst.Call | None = None
     helper: object | None = None
 
@@ -59,8 +59,8 @@ class Rewrite:
     whole: cst.BaseExpression | None = None  # the ``target or K`` expression, with a fallback
     fallbacks: tuple[cst.BaseExpression, ...] = ()  # K, ... (the operands after the count)
     operators: tuple[cst.BaseBooleanOp, ...] = ()  # the ``or`` before each of them
-    # ``target`` is a ``min()`` of token counts: the request count becomes its first
-    # argument instead of wrapping it.
+    # ``target`` is a ``min()`` without a request count (token counts, a constant): the
+    # request count becomes its first argument instead of wrapping it.
     insert: bool = False
 
 
@@ -77,7 +77,7 @@ class Hit:
     # the fix is offered as unsafe.
     guessed: bool = False
     via: str | None = None  # ``helper()`` the count came through, for the message
-    helper: object | None = None  # that helper's summary (engine.HelperSummary)
+    helper: object | None = None  # that helper's summary (helperflow.HelperSummary)
 
 
 class ClassFacts:
@@ -158,7 +158,7 @@ class ScopeFlow:
     ):
         self.class_facts = class_facts
         self.params = params
-        # The summary of the helper a call calls (engine.HelperSummary), or None.
+        # The summary of the helper a call calls (helperflow.HelperSummary), or None.
         self.helper = helper
         self.returns: list[Returned] = []
         self.sunk_calls: set[int] = set()  # ids of helper calls (their func) that became block counts
@@ -483,7 +483,7 @@ class ScopeFlow:
                     self.expr(child)
 
     def returned(self, node: cst.Return) -> None:
-        """A ``return`` of a capture-size count makes this function a helper (see engine)."""
+        """A ``return`` of a capture-size count makes this function a helper (see helperflow)."""
         value = node.value
         taint = self.taint_of(value)
         if taint is None or taint.reported:
