@@ -307,6 +307,10 @@ def deep(work):
     import sys
     import threading
 
+    from cgguard.static.driver import parallel
+
+    if parallel.in_child() and "libcst" not in sys.modules:
+        raise parallel.ParentOnly  # the parent parses (and imports libcst) for both
     result: list = []
     error: list[BaseException] = []
 
