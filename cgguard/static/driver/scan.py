@@ -5,12 +5,14 @@ Two paths give the same findings (a test compares them over all of vLLM):
 - the *full* path parses the whole file with libcst and runs the rules on every scope;
 - the *fast* path (default) first looks for the capture-size substrings every rule
   needs (most files have none and are never parsed), then cuts out the functions
-  that contain them (by indentation) and screens each for a block-count word (a
-  sink the rules know: ``*blocks``, ``available_memory``, profiling builders); only
-  functions holding both are parsed, and libcst is imported only when one is.
-  Positions are resolved only on a chunk with a hit. Anything it cannot cut
-  cleanly (a needle outside a function, a chunk that does not parse) falls back
-  to the full path for that file; a file with a finding must also parse whole.
+  that contain them (by indentation; by Python's tree of the file when a needle sits
+  outside any function). Python's own parser reads each cut function (syntax errors
+  are reported as they always were) and its tree is the screen: libcst parses a
+  function only when one of its scopes holds both a capture-size source and a sink
+  (:func:`_may_hit`), and libcst is imported only then, on a thread with a large
+  stack (:func:`deep`). Positions are resolved only on a function with a hit. A cut
+  that does not parse while the file does falls back to the full path; a file with
+  a finding must also parse whole.
 """
 
 from __future__ import annotations
