@@ -70,13 +70,14 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         return deep(lambda: _full(text, lines, path, needles))
     chunks = _function_chunks(lines, needles)
     tree = None
+    cut: dict[int, ast.AST] = {}  # start line index -> the function, when Python's tree cut the file
     if chunks is None:
         # A needle outside any function (a class field, a module constant): Python's
         # parser reads the whole file (reporting a syntax error, as before) and tells
         # exactly which functions to cut; libcst parses the whole file only when the
         # class or module scope holding such a needle could also hold a sink.
         tree = validate(text, path)
-        chunks, scope_sink = _ast_chunks(tree, needles)
+        chunks, scope_sink, cut = _ast_chunks(tree, needles)
         if scope_sink:
             return deep(lambda: _full(text, lines, path, needles))
     # The screen: only a function with a scope holding both a capture-size source and
@@ -87,7 +88,7 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
-            chunk_tree = validate(_parsable(lines, start, chunk), path)
+            chunk_tree = cut.get(start) or validate(_parsable(lines, start, chunk), path)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             validate(text, path)  # the whole file must fail too (else: a cut the chunk did not survive)
             return deep(lambda: _full(text, lines, path, needles))
@@ -103,12 +104,14 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     return deep(lambda: _check_chunks(text, lines, path, needles, screened, tree))
 
 
-def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, int]], bool]:
+def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, int]], bool, dict[int, ast.AST]]:
     """From Python's tree: the outermost functions holding a needle, as (start, end) line
     indexes, and whether a class or module scope holding a needle could hold a finding:
     its own code (outside its functions) names both a capture-size source (not just
-    in a string) and a sink (a block count, a byte budget, a profiling builder)."""
+    in a string) and a sink (a block count, a byte budget, a profiling builder); and
+    each function's node by its start, so the screen needs no second parse of it."""
     chunks: dict[int, tuple[int, int]] = {}
+    funcs: dict[int, ast.AST] = {}
     scopes: dict[int, ast.AST] = {}
     cache: dict[int, list[int]] = {}
     for lineno in needles:
@@ -116,12 +119,13 @@ def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, i
         func = next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         if func is not None:
             chunks[func.lineno] = (func.lineno - 1, func.end_lineno)
+            funcs[func.lineno - 1] = func
             continue
         scope = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), tree)
         scopes[id(scope)] = scope
     if any(_source_and_sink(scope, []) for scope in scopes.values()):
-        return [], True
-    return sorted(chunks.values()), False
+        return [], True, {}
+    return sorted(chunks.values()), False, funcs
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
