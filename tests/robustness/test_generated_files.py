@@ -8,14 +8,22 @@ timeout turns a return of that into a failure instead of a stuck run.
 
 from __future__ import annotations
 
+import pytest
+
 from cgguard.static.driver.run import check_text
 from tests.robustness.conftest import cgguard
 
 
-def test_finding_message_stays_one_readable_line():
+@pytest.mark.parametrize("operands", [2_000, 20_000])
+def test_finding_message_stays_one_readable_line(operands):
     text = ("class R(GPUModelRunner):\n    def f(self):\n        min_blocks = "
-            "self.compilation_config.max_cudagraph_capture_size" + " or 1" * 20_000 + "\n")
+            "self.compilation_config.max_cudagraph_capture_size" + " or 1" * operands + "\n")
     result = check_text(text, "runner.py")  # the findings as reported, before any fix
+    if operands > 2_000 and result.error is not None:
+        # libcst nests `a or b or ...` one level per operand; where the interpreter's own
+        # C recursion limit stops that (Python 3.12+), the file is one error line, no crash.
+        assert result.error.reason == "too deeply nested to parse"
+        return
     assert result.findings
     assert all(len(f.message) <= 140 for f in result.findings)  # about 120, whatever the code
 

@@ -273,13 +273,14 @@ def validate(source: str, path: str) -> ast.Module:
     """Python's own parser rules first (cheap next to libcst), on the calling thread.
 
     What it refuses raises its own SyntaxError or RecursionError, as ``cgguard``
-    always reported them, so libcst never sees nesting deeper than Python accepts.
-    libcst nests an ``a or b or ...`` chain one level per operand where Python keeps
-    it flat: a chain longer than :data:`MAX_CHAIN` is refused as too deeply nested.
+    always reported them. libcst nests deeper than Python's tree (an ``a or b or ...``
+    chain one level per operand, which Python keeps flat; Python 3.10 also accepts
+    very long ``a + b + ...`` chains): code that would nest libcst's tree deeper than
+    :data:`MAX_NESTING` levels is refused as too deeply nested, never handed to it.
     """
     tree = ast.parse(source, filename=path)
-    if source.count(" or ") + source.count(" and ") > MAX_CHAIN and _longest_chain(tree) > MAX_CHAIN:
-        raise RecursionError("boolean operator chain too long")
+    if len(_OPERATORS.findall(source)) > MAX_NESTING and _libcst_depth(tree) > MAX_NESTING:
+        raise RecursionError("too deeply nested for libcst")
     return tree
 
 
@@ -295,13 +296,25 @@ def parse(source: str, path: str):
         ) from None
 
 
-MAX_CHAIN = 50_000
+MAX_NESTING = 20_000
+# Each level of a long chain needs one of these; fewer of them in a text, no deep chain.
+_OPERATORS = re.compile(r"[-+*/%@&|^]| or | and ")
 _DEEP_STACK = 1 << 30  # bytes of stack for the thread that parses and walks (virtual: only what is used counts)
 _DEEP_RECURSION = 400_000
 
 
-def _longest_chain(tree: ast.AST) -> int:
-    return max((len(n.values) for n in ast.walk(tree) if isinstance(n, ast.BoolOp)), default=0)
+def _libcst_depth(tree: ast.AST) -> int:
+    """How deep libcst's tree of this code nests, about: Python's depth, with each boolean
+    operator chain counted one level per operand (iterative: the tree may be deep)."""
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values) - 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def deep(work):
