@@ -35,7 +35,15 @@ def _cases(code: str, kind: str) -> list[str]:
         return []
 
 
-class _CgguardRule(LintRule):
+# The engine's reports for the module Fixit is linting now: both rules read them, so
+# the engine runs once per file (Fixit hands every rule the same module object).
+_last: list = [None, None]
+
+
+class _Engine:
+    """What both rules do (a mixin, not a LintRule: Fixit collects every LintRule
+    subclass of this module as a rule)."""
+
     METADATA_DEPENDENCIES = (PositionProvider,)
     CODE = ""
 
@@ -43,8 +51,13 @@ class _CgguardRule(LintRule):
         r = self.get_metadata(PositionProvider, node)
         return (r.start.line, r.start.column, r.end.line, r.end.column)
 
+    def _reports(self, node: cst.Module):
+        if _last[0] is not node:
+            _last[:] = [node, module_reports(node, self._span)]
+        return _last[1]
+
     def visit_Module(self, node: cst.Module) -> bool:
-        for report in module_reports(node, self._span):
+        for report in self._reports(node):
             if report.code != self.CODE:
                 continue
             where = self.get_metadata(PositionProvider, report.hit.node)
@@ -56,7 +69,7 @@ class _CgguardRule(LintRule):
         return False  # the engine walked the module already
 
 
-class CGG001(_CgguardRule):
+class CGG001(_Engine, LintRule):
     """A per-token profiling block count: the CUDA-graph capture size (tokens) reaches a
     KV-cache block count (sequences) without a request-count bound (`cgguard rule CGG001`)."""
 
@@ -65,7 +78,7 @@ class CGG001(_CgguardRule):
     INVALID = [Invalid(src) for src in _cases("CGG001", "flagged")]
 
 
-class CGG002(_CgguardRule):
+class CGG002(_Engine, LintRule):
     """A block count takes max() with the CUDA-graph capture size, so it still grows with
     the token count (`cgguard rule CGG002`); reported, never rewritten."""
 

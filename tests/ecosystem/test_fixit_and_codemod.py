@@ -168,3 +168,14 @@ def test_fixit_config_enables_the_rules(tmp_path: Path) -> None:
     result = _run("-m", "fixit", "lint", "runner.py", cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "CGG001: " in result.stdout
+
+
+def test_fixit_test_runs_the_rules_own_cases(tmp_path: Path) -> None:
+    """`fixit test` on the module: VALID/INVALID come from rules/ (silent and flagged cases),
+    and only the two rules are collected (their shared code is no rule of its own)."""
+    result = _run("-m", "fixit", "test", FIXIT_RULES, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    ran = re.search(r"Ran (\d+) tests", result.stderr)
+    cases = sum(len(rule.cases()) for rule in all_rules())
+    assert ran and int(ran.group(1)) == cases, result.stderr[-2000:]
+    assert {m for m in re.findall(r"fixit\.testing\.(\w+)\.test_", result.stderr)} == {"CGG001", "CGG002"}
