@@ -5,7 +5,7 @@ layouts that make indentation lie: strings, bracket lines and backslash continua
 at column 0 inside functions, comments at column 0, nested functions and classes,
 decorators, code at module level, runner and non-runner classes, class and def
 headers inside strings, and now and then a syntax error. Both paths must give the
-same findings or the same exception type, and the needle pruning must lose nothing.
+same findings or the same exception type, and the screen (what libcst parses) must lose nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from tests.benchmarks.test_fast_path_identity import compare, outcome, unpruned
+from tests.benchmarks.test_fast_path_identity import compare, outcome, unscreened
 
 CAP = "self.compilation_config.max_cudagraph_capture_size"
 
@@ -110,7 +110,7 @@ def test_random_layout_same_outcome(text: str) -> None:
     full = outcome(text, "random.py", fast=False)
     assert not isinstance(full, type), f"the generator made a file that does not parse:\n{text}"
     assert compare(text, "random.py") is None, text
-    assert unpruned(text, "random.py") == full, text
+    assert unscreened(text, "random.py") == full, text
     event("findings" if full else "no findings")  # --hypothesis-show-statistics: both occur
 
 
