@@ -128,9 +128,13 @@ def test_ctrl_c_stops_cleanly_with_exit_2_and_no_temp_file(tmp_path):
     new = _expected_new_bytes(tmp_path)
     root = tmp_path / "tree"
     variant_of = _build_tree(root)
+    # SIGINT's default action restored in the child: a test run started in the background
+    # by a non-interactive shell inherits SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt (the run would finish and this test would say nothing about Ctrl-C).
     proc = subprocess.Popen([sys.executable, "-m", "cgguard", "fix", str(root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Interrupt once some files are fixed (the first files in walk order change first).
     first = min(p for p, name in variant_of.items() if name != "clean")
     deadline = time.monotonic() + 60
