@@ -97,5 +97,19 @@ class Rule:
     def matches(self, hit: Hit) -> bool:
         return hit.kind == self.kind
 
-    def report(self, hit: Hit, ctx: Context) -> Report:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def report(self, hit: Hit, ctx: Context) -> Report:
+        """The finding: its message, and a fix wherever the count can be rewritten."""
+        # Imported here: fixes and messages build on this module's types.
+        from cgguard.static.rules.fixes import bound_text, bounded, shorten
+        from cgguard.static.rules.messages import message_for
+
+        bound = bound_text(hit, ctx)
+        message = message_for(self.code, hit, ctx, bound)
+        replacement = bounded(hit, ctx)
+        if replacement is None:
+            return Report(self.code, hit, message, None)
+        return Report(self.code, hit, message, self.fix(hit, ctx, replacement, shorten(bound)))
+
+    def fix(self, hit: Hit, ctx: Context, replacement: Replacement, shown: str) -> RuleFix:
+        """How safe the rewrite is and how it is described (``shown``: the bound's text)."""
+        raise NotImplementedError  # pragma: no cover - each rule says

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cgguard.static.rules.base import SAFE, UNSAFE, Context, Report, Rule, RuleFix
-from cgguard.static.rules.fixes import bound_text, bounded, shorten
+from cgguard.static.rules.base import SAFE, UNSAFE, Context, Replacement, Rule, RuleFix
 from cgguard.static.rules.flow import TOKEN, Hit
-from cgguard.static.rules.messages import message_for
 
 
 class CGG001(Rule):
@@ -21,13 +19,7 @@ class CGG001(Rule):
     kind = TOKEN
     name = "per-token-profiling-blocks"
 
-    def report(self, hit: Hit, ctx: Context) -> Report:
-        bound = bound_text(hit, ctx)
-        message = message_for(self.code, hit, ctx, bound)
-        replacement = bounded(hit, ctx)
-        if replacement is None:
-            return Report(self.code, hit, message, None)
-        shown = shorten(bound)
+    def fix(self, hit: Hit, ctx: Context, replacement: Replacement, shown: str) -> RuleFix:
         source = hit.source
         reasons = []
         if hit.guessed:
@@ -35,7 +27,5 @@ class CGG001(Rule):
         if isinstance(source, cst.Attribute) and ctx.compared_with_none(source.attr.value):
             reasons.append("this file checks the capture size for None, and min() with None raises")
         if reasons:
-            fix = RuleFix(UNSAFE, f"Replace with {shown} (unsafe: {'; '.join(reasons)})", replacement)
-        else:
-            fix = RuleFix(SAFE, f"Replace with {shown}", replacement)
-        return Report(self.code, hit, message, fix)
+            return RuleFix(UNSAFE, f"Replace with {shown} (unsafe: {'; '.join(reasons)})", replacement)
+        return RuleFix(SAFE, f"Replace with {shown}", replacement)

@@ -7,10 +7,8 @@ applied.
 
 from __future__ import annotations
 
-from cgguard.static.rules.base import DISPLAY_ONLY, Context, Report, Rule, RuleFix
-from cgguard.static.rules.fixes import bound_text, bounded, shorten
+from cgguard.static.rules.base import DISPLAY_ONLY, Context, Replacement, Rule, RuleFix
 from cgguard.static.rules.flow import MAX, Hit
-from cgguard.static.rules.messages import message_for
 
 
 class CGG002(Rule):
@@ -18,11 +16,5 @@ class CGG002(Rule):
     kind = MAX
     name = "max-with-capture-size-blocks"
 
-    def report(self, hit: Hit, ctx: Context) -> Report:
-        bound = bound_text(hit, ctx)
-        message = message_for(self.code, hit, ctx, bound)
-        replacement = bounded(hit, ctx)
-        if replacement is None:
-            return Report(self.code, hit, message, None)
-        fix = RuleFix(DISPLAY_ONLY, f"Bound the capture size inside max(): {shorten(bound)}", replacement)
-        return Report(self.code, hit, message, fix)
+    def fix(self, hit: Hit, ctx: Context, replacement: Replacement, shown: str) -> RuleFix:
+        return RuleFix(DISPLAY_ONLY, f"Bound the capture size inside max(): {shown}", replacement)
