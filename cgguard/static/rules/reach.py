@@ -175,15 +175,8 @@ def class_header(lines: list[str]) -> str:
     """
     first = next((i for i, line in enumerate(lines) if _CLASS_LINE.match(line)), 0)
     text = "".join(lines[first : first + 40])
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ":" and depth == 0:
-            return text[:i]
-    return text.split("\n", 1)[0]
+    colon = next(_outside_brackets(text, ":"), None)
+    return text[:colon] if colon is not None else text.split("\n", 1)[0]
 
 
 def base_names(lines: list[str]) -> list[str]:
@@ -205,16 +198,24 @@ def base_names(lines: list[str]) -> list[str]:
 
 
 def _split_top(text: str) -> Iterator[str]:
-    depth, start = 0, 0
+    """``text`` split at the commas outside brackets."""
+    start = 0
+    for i in _outside_brackets(text, ","):
+        yield text[start:i]
+        start = i + 1
+    yield text[start:]
+
+
+def _outside_brackets(text: str, chars: str) -> Iterator[int]:
+    """Indices of ``chars`` in ``text`` that no bracket encloses."""
+    depth = 0
     for i, ch in enumerate(text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        elif ch == "," and depth == 0:
-            yield text[start:i]
-            start = i + 1
-    yield text[start:]
+        elif ch in chars and depth == 0:
+            yield i
 
 
 def names_model_runner(name: str, lines: list[str]) -> bool:
