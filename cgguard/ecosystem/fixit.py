@@ -26,13 +26,11 @@ from cgguard.static.rules.base import SAFE
 
 
 def _cases(code: str, kind: str) -> list[str]:
-    try:
-        from cgguard.static.workflow.ruledocs import get_rule
+    # A missing rules folder is a broken install: fail here rather than give `fixit test`
+    # no cases to run (which it would report as passing).
+    from cgguard.static.workflow.ruledocs import get_rule
 
-        rule = get_rule(code)
-        return [case.source() for case in rule.cases(kind)] if rule else []
-    except (OSError, ImportError):
-        return []
+    return [case.source() for case in get_rule(code).cases(kind)]
 
 
 # The engine's reports for the module Fixit is linting now: both rules read them, so
