@@ -54,7 +54,7 @@ def project(tmp_path_factory):
     config = yaml.safe_load(snippet)
     assert config["repos"][0]["repo"] == "CGGUARD_REPO_URL"
     assert [h["id"] for h in config["repos"][0]["hooks"]] == ["cgguard-fix", "cgguard-check"]
-    snippet = snippet.replace("CGGUARD_REPO_URL", str(source)).replace("rev: v0.1.0", f"rev: {rev}")
+    snippet = snippet.replace("CGGUARD_REPO_URL", str(source)).replace("rev: CGGUARD_REV", f"rev: {rev}")
     repo = git_init(base / "user-project")
     write(repo, {".pre-commit-config.yaml": snippet, "pkg/runner.py": CGG001_SOURCE,
                  "pkg/ok.py": CLEAN_SOURCE, "notes.txt": "not python\n"})
