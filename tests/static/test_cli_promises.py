@@ -213,7 +213,7 @@ def test_head_reading_one_line_of_a_long_diff(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     text = (CASES / f"{SAFE_CASE}.pycase").read_text()
-    for i in range(200):
+    for i in range(300):  # about 200 KB of diff
         (src / f"runner_{i}.py").write_text(text)
     proc = subprocess.Popen([sys.executable, "-m", "cgguard", "fix", "--isolated", "--diff", "src"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
