@@ -47,11 +47,54 @@ verbose_option = click.option(
 )
 
 
+# The exit status when standard output's reader goes away (`cgguard ... | head -1`):
+# what the shell reports for `cat` or `grep` stopped the same way (128 + SIGPIPE).
+READER_GONE_EXIT = 141
+
+
+def _reader_gone() -> bool:
+    """Has standard output's reader gone? (A broken pipe elsewhere is a real error.)"""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() (Windows), or no real stdout
+        return True
+
+
+def _quiet_exit() -> None:
+    """End the run without a word: nobody reads standard output any more.
+
+    What remains buffered goes to os.devnull, so the flush at interpreter exit
+    prints nothing either. Files are never half-written: `cgguard fix` writes each
+    one atomically before it reports.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(READER_GONE_EXIT)
+
+
 class LazyGroup(click.Group):
     def invoke(self, ctx):
         _VERBOSE["on"] = False  # set again by the subcommand's own --verbose
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                # Output still buffered fails here, where it can be handled, not at
+                # interpreter exit (where Python prints "Exception ignored ...").
+                sys.stdout.flush()
+        except BrokenPipeError:
+            if not _reader_gone():
+                raise
+            _quiet_exit()
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
@@ -65,6 +108,15 @@ class LazyGroup(click.Group):
             click.echo(f"cgguard: internal error: {type(exc).__name__}: {exc}"
                        " (run with --verbose for the traceback)", err=True)
             ctx.exit(2)
+
+    def make_context(self, *args, **kwargs):
+        # `cgguard --help` and `--version` print while the arguments are parsed.
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            if not _reader_gone():
+                raise
+            _quiet_exit()
 
     def format_commands(self, ctx, formatter):
         rows = []
@@ -149,26 +201,58 @@ def _run_options(command):
                      help="Apply exclude/extend-exclude to paths named on the command line too."),
         click.option("--stdin-filename", metavar="PATH",
                      help="With `-`: the path to report and to match settings against."),
+        click.option("--select", multiple=True, metavar="CODES",
+                     help="Report only these codes or prefixes (comma-separated; replaces "
+                          "the settings' select and ignore)."),
+        click.option("--extend-select", multiple=True, metavar="CODES",
+                     help="Also report these codes or prefixes (comma-separated)."),
+        click.option("--ignore", multiple=True, metavar="CODES",
+                     help="Do not report these codes or prefixes (comma-separated)."),
         verbose_option,
     )):
         command = option(command)
     return command
 
 
-def _settings(paths, config_file, isolated, stdin_filename, **overrides):
-    """Resolved settings, or exit 2 with one line naming the file and key."""
+def _usage_error(message: str):
+    click.echo(f"cgguard: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _settings(paths, config_file, isolated, stdin_filename, output_file, selection, **overrides):
+    """Resolved settings, or exit 2 with one line naming the file and key.
+
+    Everything the command line can get wrong is checked here, before any file
+    is read or written: a report that cannot be written must not fail the run
+    after `cgguard fix` has rewritten files, and must never replace a source.
+    """
     from cgguard.static.workflow.config import ConfigError, resolve, with_overrides
+    from cgguard.static.workflow.selection import command_line_codes, with_command_line_selection
 
     if "-" in paths and len(paths) > 1:
-        click.echo("cgguard: error: `-` (standard input) cannot be combined with other paths", err=True)
-        sys.exit(2)
+        _usage_error("`-` (standard input) cannot be combined with other paths")
+    if config_file is not None and isolated:
+        _usage_error("--config cannot be used with --isolated (which ignores every configuration file)")
     start = stdin_filename if paths == ("-",) else paths[0]
+    select, extend_select, ignore = selection
     try:
         settings = resolve(config=config_file, isolated=isolated, start=start or ".")
+        settings = with_command_line_selection(
+            settings,
+            select=command_line_codes("--select", select) if select else None,
+            extend_select=command_line_codes("--extend-select", extend_select),
+            ignore=command_line_codes("--ignore", ignore),
+        )
     except ConfigError as exc:
-        click.echo(f"cgguard: error: {exc}", err=True)
-        sys.exit(2)
-    return with_overrides(settings, **overrides)
+        _usage_error(str(exc))
+    settings = with_overrides(settings, **overrides)
+    if output_file is not None:
+        from cgguard.static.workflow.outputpath import problem
+
+        reason = problem(output_file, paths, settings)
+        if reason is not None:
+            _usage_error(_printable(reason))
+    return settings
 
 
 def _stdin(stdin_filename, settings):
@@ -184,7 +268,7 @@ def _stdin(stdin_filename, settings):
 
     name = stdin_filename or "-"
     data = sys.stdin.buffer.read()
-    run = RunResult()
+    run = RunResult(unsafe_fixes=settings.unsafe_fixes)
     if stdin_filename and force_excluded(stdin_filename, settings):
         return name, None, data, run
     try:
@@ -196,7 +280,8 @@ def _stdin(stdin_filename, settings):
 
 @main.command()
 @_run_options
-def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename) -> None:
+def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename, select,
+          extend_select, ignore) -> None:
     """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input).
 
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
@@ -206,7 +291,8 @@ def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_f
     from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
-    settings = _settings(paths, config_file, isolated, stdin_filename, force_exclude=force_exclude)
+    settings = _settings(paths, config_file, isolated, stdin_filename, output_file,
+                         (select, extend_select, ignore), force_exclude=force_exclude)
     finding_filter = make_filter(settings)
     if paths == ("-",):
         name, source, _, run = _stdin(stdin_filename, settings)
@@ -215,6 +301,8 @@ def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_f
         sources = Sources({name: source.text} if source is not None else {})
         sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file, sources=sources))
     run = check_paths(paths, finding_filter, settings=settings)
+    # The summary counts what `cgguard fix` would apply: unsafe fixes too under `unsafe-fixes = true`.
+    run.unsafe_fixes = settings.unsafe_fixes
     sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file))
 
 
@@ -223,8 +311,8 @@ def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_f
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Also apply fixes marked unsafe (default: the unsafe-fixes setting, off).")
-def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename, diff,
-        unsafe_fixes) -> None:
+def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename, select,
+        extend_select, ignore, diff, unsafe_fixes) -> None:
     """Rewrite per-token block counts in PATHS (default: .) to upstream's bound.
 
     `cgguard fix -` reads standard input and writes the fixed source to standard
@@ -243,8 +331,9 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
         click.echo(f"cgguard: error: --diff writes the diff to standard output; "
                    f"with --format {fmt}, name a file for the report with --output-file", err=True)
         sys.exit(2)
-    settings = _settings(paths, config_file, isolated, stdin_filename,
-                         force_exclude=force_exclude, unsafe_fixes=unsafe_fixes)
+    settings = _settings(paths, config_file, isolated, stdin_filename, output_file,
+                         (select, extend_select, ignore), force_exclude=force_exclude,
+                         unsafe_fixes=unsafe_fixes)
     finding_filter = make_filter(settings)
     if paths == ("-",):
         sys.exit(_fix_stdin(stdin_filename, settings, finding_filter, diff=diff, fmt=fmt,

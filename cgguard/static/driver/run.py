@@ -52,6 +52,9 @@ class RunResult:
     # `fix --diff`: fixes are worked out but not written; what they would change
     # still counts against a clean exit.
     dry_run: bool = False
+    # Were unsafe fixes on for this run (--unsafe-fixes, `unsafe-fixes = true`)? The
+    # summary then counts them as fixable instead of naming the flag that applies them.
+    unsafe_fixes: bool = False
 
     @property
     def findings(self) -> list[Finding]:
@@ -265,7 +268,7 @@ def fix_paths(
     unsafe: bool = False,
     settings=None,
 ) -> RunResult:
-    run = RunResult(dry_run=not write)
+    run = RunResult(dry_run=not write, unsafe_fixes=unsafe)
     for path, error in iter_python_files(paths, settings):
         if error:
             run.files.append(_not_checked(path, error))

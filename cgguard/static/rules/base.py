@@ -104,11 +104,11 @@ class Rule:
         from cgguard.static.rules.messages import message_for
 
         bound = bound_text(hit, ctx)
-        message = message_for(self.code, hit, ctx, bound)
         replacement = bounded(hit, ctx)
-        if replacement is None:
-            return Report(self.code, hit, message, None)
-        return Report(self.code, hit, message, self.fix(hit, ctx, replacement, shorten(bound)))
+        fix = None if replacement is None else self.fix(hit, ctx, replacement, shorten(bound))
+        # The message names an unsafe fix whatever made it unsafe (the fix's description says why).
+        unsafe = fix is not None and fix.applicability == UNSAFE
+        return Report(self.code, hit, message_for(self.code, hit, ctx, bound, unsafe=unsafe), fix)
 
     def fix(self, hit: Hit, ctx: Context, replacement: Replacement, shown: str) -> RuleFix:
         """How safe the rewrite is and how it is described (``shown``: the bound's text)."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from cgguard.static.rules.base import Context
-from cgguard.static.rules.fixes import REQUEST_PLACEHOLDER, quote, shorten
+from cgguard.static.rules.fixes import REQUEST_PLACEHOLDER, shorten
 from cgguard.static.rules.flow import Hit
 
 
-def message_for(code: str, hit: Hit, ctx: Context, bound: str) -> str:
+def message_for(code: str, hit: Hit, ctx: Context, bound: str, *, unsafe: bool = False) -> str:
     # One short line (about 120 characters at most): what is wrong and what to write
     # instead. The why is on the rule's page (`cgguard rule CODE`, `--format full`).
     sink = shorten(hit.sink, 48)
@@ -17,21 +17,17 @@ def message_for(code: str, hit: Hit, ctx: Context, bound: str) -> str:
     bound = bound.replace(REQUEST_PLACEHOLDER, request)
     if code == "CGG002":
         return _fit(f"{subject} takes max() with the capture size; bound it: `", bound, "`", request)
+    before = f"{subject} counts one block per captured token; use `"
     if hit.request is None:
-        return _fit(f"{subject} counts one block per captured token; use `", bound,
-                    "` (no request count in scope)", request)
-    if hit.guessed:
-        # self.max_num_reqs where the class shows no request count: an unsafe fix (the why
-        # is in the fix's description when the line has no room for it).
-        before = f"{subject} counts one block per captured token; use `"
-        for after in ("` (unsafe fix: the class shows no request count)", "` (unsafe fix)"):
-            message = _fit(before, bound, after, request)
-            if len(message) <= MAX_MESSAGE:
-                break
-        return message
-    return _fit(f"{subject} counts one block per captured token; use `", bound, "`", request)
+        return _fit(before, bound, "` (no request count in scope)", request)
+    # Every unsafe fix carries the same label, whatever made it unsafe (a guessed
+    # `self.max_num_reqs`, a capture size the file compares with None): the fix's
+    # description (`--format full`, JSON, SARIF) says why.
+    return _fit(before, bound, f"` {UNSAFE_LABEL}" if unsafe else "`", request)
 
 
+# What ends the message of a finding whose fix needs `--unsafe-fixes`.
+UNSAFE_LABEL = "(unsafe fix)"
 MAX_MESSAGE = 120
 
 

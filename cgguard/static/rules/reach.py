@@ -1,4 +1,4 @@
-"""Rule reach, round 2: what the flow needs beyond single names (issue 11).
+"""Rule reach: what the flow needs beyond single names.
 
 Pure helpers on libcst nodes (and on a class's source lines), used by
 :mod:`cgguard.static.rules.flow` and :mod:`cgguard.static.rules.engine`:

@@ -36,6 +36,10 @@ def describe(settings: Settings) -> str:
 @click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 def config(path: str | None, config_file: str | None, isolated: bool) -> None:
     """Print the resolved settings for PATH (default: .) and where they came from."""
+    if config_file is not None and isolated:
+        click.echo("cgguard: error: --config cannot be used with --isolated "
+                   "(which ignores every configuration file)", err=True)
+        sys.exit(2)
     try:
         settings = resolve(config=config_file, isolated=isolated, start=path or ".")
     except ConfigError as exc:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from cgguard.static.driver.findings import SAFE, Finding
+from cgguard.static.driver.findings import SAFE, UNSAFE, Finding
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -37,20 +37,21 @@ def summary(run, *, fixing: bool) -> str:
 
     Files checked, findings, fixed, remaining and errors are counted apart: a path
     that failed is an error, never a checked file, and a fix that was not written
-    leaves its finding remaining. While findings remain the line ends with the
-    `cgguard rule` command that explains them.
+    leaves its finding remaining. Fixes that need `--unsafe-fixes` are counted and
+    the flag named, as ruff does, unless the run applies them. While findings
+    remain the line ends with the `cgguard rule` command that explains them.
     """
     findings = run.findings
     checked = _plural(run.checked, "file")
+    unsafe_on = getattr(run, "unsafe_fixes", False)
+    # Unsafe fixes the run leaves aside: `cgguard fix --unsafe-fixes` would apply them.
+    hidden = 0 if unsafe_on else sum(1 for f in findings if _applicability(f) == UNSAFE)
     parts = []
     if not fixing:
         if findings:
-            fixable = sum(1 for f in findings if f.fix is not None and f.fix.applicability == SAFE)
-            parts.append(
-                f"Found {_plural(len(findings), 'finding')}"
-                + (f" ({fixable} fixable with `cgguard fix`)" if fixable else "")
-                + f" in {checked} checked."
-            )
+            applies = (SAFE, UNSAFE) if unsafe_on else (SAFE,)
+            fixable = sum(1 for f in findings if _applicability(f) in applies)
+            parts.append(f"Found {_plural(len(findings), 'finding')}{_fixable(fixable, hidden)} in {checked} checked.")
         else:
             parts.append(f"No findings in {checked} checked.")
     else:
@@ -58,7 +59,7 @@ def summary(run, *, fixing: bool) -> str:
         parts.append(f"{'Would fix' if dry else 'Fixed'} {_plural(run.fixed, 'finding')}.")
         if findings:
             verb = ("would remain" if dry else "remain" if len(findings) != 1 else "remains")
-            parts.append(f"{_plural(len(findings), 'finding')} {verb} in {checked} checked.")
+            parts.append(f"{_plural(len(findings), 'finding')} {verb}{_fixable(0, hidden)} in {checked} checked.")
         else:
             parts.append(f"No findings {'would remain' if dry else 'remain'} in {checked} checked.")
     if run.errors:
@@ -66,6 +67,20 @@ def summary(run, *, fixing: bool) -> str:
     if findings:
         parts.append(rule_hint(findings))
     return " ".join(parts)
+
+
+def _applicability(f: Finding) -> str | None:
+    return f.fix.applicability if f.fix is not None else None
+
+
+def _fixable(fixable: int, hidden: int) -> str:
+    """`` (N fixable with `cgguard fix`, M more with `cgguard fix --unsafe-fixes`)``, or less."""
+    said = []
+    if fixable:
+        said.append(f"{fixable} fixable with `cgguard fix`")
+    if hidden:
+        said.append(f"{hidden} {'more' if fixable else 'fixable'} with `cgguard fix --unsafe-fixes`")
+    return f" ({', '.join(said)})" if said else ""
 
 
 def rule_hint(findings) -> str:

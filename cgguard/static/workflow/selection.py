@@ -43,3 +43,45 @@ def make_filter(settings: Settings):
         return findings
 
     return keep
+
+
+def with_command_line_selection(settings: Settings, *, select=None, extend_select=(), ignore=()) -> Settings:
+    """``--select``/``--extend-select``/``--ignore`` on top of the settings, as ruff does.
+
+    The command line is a layer over the file's ``select``/``ignore``:
+    ``--select`` starts over (the file's ``select`` and ``ignore`` no longer
+    apply), ``--extend-select`` turns codes on and ``--ignore`` turns them off,
+    whatever the file said. Within the command line the most specific selector
+    wins (``--select CGG --ignore CGG002``; ``--ignore CGG --extend-select
+    CGG001``), and ``--ignore`` wins a tie. The result lists the rule codes that
+    stay on. Codes were validated by the caller (:func:`command_line_codes`).
+    """
+    if select is None and not extend_select and not ignore:
+        return settings
+    from cgguard.static.workflow.config import COMMAND_LINE, _known_codes
+
+    on = {c for c in _known_codes() if select is None and settings.selected(c)}
+    for code in _known_codes():
+        verdict = _most_specific(code, tuple(select or ()) + tuple(extend_select), tuple(ignore))
+        if verdict is not None:
+            (on.add if verdict else on.discard)(code)
+    origins = dict(settings.origins, select=COMMAND_LINE, ignore=COMMAND_LINE)
+    return replace(settings, select=tuple(sorted(on)), ignore=(), origins=origins)
+
+
+def _most_specific(code: str, enable: tuple[str, ...], disable: tuple[str, ...]) -> bool | None:
+    """True/False from the longest selector matching ``code`` (ignore wins a tie), None if none does."""
+    best = max((len(s) for s in enable if code.startswith(s)), default=-1)
+    worst = max((len(s) for s in disable if code.startswith(s)), default=-1)
+    if best < 0 and worst < 0:
+        return None
+    return best > worst
+
+
+def command_line_codes(option: str, values) -> tuple[str, ...]:
+    """The codes of a repeatable, comma-separated option (``--select CGG001,CGG002``),
+    validated as in a settings file; a bad one raises ConfigError naming the option."""
+    from cgguard.static.workflow.config import _codes
+
+    codes = [c.strip() for value in values for c in value.split(",") if c.strip()]
+    return _codes(codes, option)

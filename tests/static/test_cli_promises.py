@@ -1,0 +1,333 @@
+"""What the command line promises around the edges of a run, through the real CLI:
+
+- unsafe fixes: one label for both kinds, counted in the summary with the flag
+  that applies them, and the same counts from `check` and `fix --diff`;
+- `--output-file` never replaces an input, and a bad one fails before anything
+  is read or written;
+- a reader that goes away (`| head -1`) ends the run silently (exit 141);
+- `--config` with `--isolated` is a usage error; `--select`/`--extend-select`/
+  `--ignore` on the command line combine with the settings as in ruff;
+- no `--help` refers to the project's internal issues.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cgguard
+from tests.workflow.conftest import readme_snippet
+
+CASES = REPO / "rules" / "CGG001" / "cases" / "flagged"
+# The two kinds of unsafe fix: no request count in the class (`self.max_num_reqs` is
+# guessed; two findings), and a capture size the file compares with None (one).
+GUESSED = "no_request_count_in_class"
+NONE_CHECKED = "capture_size_may_be_none"
+SAFE_CASE = "v025_runner"  # one finding, a safe fix
+
+BOTH_RULES = (
+    "class ForkModelRunner(GPUModelRunner):\n"
+    "    def _init_minimal_kv_cache_for_profiling(self):\n"
+    "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
+    "        return min_blocks\n"
+    "\n"
+    "    def other(self):\n"
+    "        num_blocks = max(self.compilation_config.max_cudagraph_capture_size, self.max_num_reqs)\n"
+    "        return num_blocks\n"
+)
+FINDING = re.compile(r"^\S+:\d+:\d+: (CGG\d{3}) (.*)$")
+
+
+def _case(folder: Path, name: str) -> Path:
+    target = folder / f"{name}.py"
+    shutil.copyfile(CASES / f"{name}.pycase", target)
+    return target
+
+
+def _unsafe_tree(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in (GUESSED, NONE_CHECKED, SAFE_CASE):
+        _case(src, name)
+    return src
+
+
+def _findings(stdout: str) -> list[tuple[str, str]]:
+    return [m.groups() for m in map(FINDING.match, stdout.splitlines()) if m]
+
+
+# ---- unsafe fixes ------------------------------------------------------------------
+
+
+def test_both_kinds_of_unsafe_fix_carry_the_same_label(tmp_path):
+    src = _unsafe_tree(tmp_path)
+    result = run_cgguard("check", "--isolated", "src", cwd=tmp_path)
+    by_file = {}
+    for line in result.stdout.splitlines()[:-1]:
+        by_file.setdefault(line.split(":")[0], []).append(line)
+    unsafe = by_file[f"src/{GUESSED}.py"] + by_file[f"src/{NONE_CHECKED}.py"]
+    assert len(unsafe) == 3
+    assert all(line.endswith("` (unsafe fix)") for line in unsafe), unsafe
+    assert not any("unsafe" in line for line in by_file[f"src/{SAFE_CASE}.py"])
+    # The why is in the fix's description, for both kinds (full format).
+    full = run_cgguard("check", "--isolated", "--format", "full", "src", cwd=tmp_path).stdout
+    assert "= fix (unsafe): " in full and "nothing shows that this class has `self.max_num_reqs`" in full
+    assert "this file checks the capture size for None, and min() with None raises" in full
+    assert src.is_dir()
+
+
+def test_summary_counts_the_fixes_that_need_the_flag_and_names_it(tmp_path):
+    _unsafe_tree(tmp_path)
+    hint = "Run `cgguard rule CGG001` for why and how to fix."
+    check = run_cgguard("check", "--isolated", "src", cwd=tmp_path)
+    assert check.returncode == 1
+    assert check.stdout.splitlines()[-1] == (
+        "Found 4 findings (1 fixable with `cgguard fix`, 3 more with `cgguard fix --unsafe-fixes`) "
+        f"in 3 files checked. {hint}"
+    ) == readme_snippet("unsafe-summary").strip()
+    diff = run_cgguard("fix", "--isolated", "--diff", "src", cwd=tmp_path)
+    assert diff.stdout.splitlines()[-1] == (
+        "Would fix 1 finding. 3 findings would remain (3 fixable with `cgguard fix --unsafe-fixes`) "
+        f"in 3 files checked. {hint}"
+    )
+    fixed = run_cgguard("fix", "--isolated", "src", cwd=tmp_path)
+    assert fixed.returncode == 1
+    assert fixed.stdout.splitlines()[-1] == (
+        "Fixed 1 finding. 3 findings remain (3 fixable with `cgguard fix --unsafe-fixes`) "
+        f"in 3 files checked. {hint}"
+    )
+    # Only unsafe fixes left: the count names the flag alone. And the flag does it.
+    again = run_cgguard("check", "--isolated", "src", cwd=tmp_path)
+    assert again.stdout.splitlines()[-1].startswith(
+        "Found 3 findings (3 fixable with `cgguard fix --unsafe-fixes`) in 3 files checked."
+    )
+    unsafe = run_cgguard("fix", "--isolated", "--unsafe-fixes", "src", cwd=tmp_path)
+    assert unsafe.returncode == 0
+    assert unsafe.stdout == "Fixed 3 findings. No findings remain in 3 files checked.\n"
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert f"After `cgguard fix` it says ``{fixed.stdout.splitlines()[-1].replace(' ' + hint, '')}``" in readme
+
+
+def test_with_unsafe_fixes_on_in_the_settings_check_and_fix_diff_give_the_same_counts(tmp_path):
+    _unsafe_tree(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.cgguard]\nunsafe-fixes = true\n")
+    check = run_cgguard("check", "src", cwd=tmp_path)
+    diff = run_cgguard("fix", "--diff", "src", cwd=tmp_path)
+    found = re.match(r"Found (\d+) findings \((\d+) fixable with `cgguard fix`\) in", check.stdout.splitlines()[-1])
+    would = re.match(r"Would fix (\d+) findings\. No findings would remain", diff.stdout.splitlines()[-1])
+    assert found and would, (check.stdout, diff.stdout)
+    assert found[1] == found[2] == would[1] == "4"
+    assert "--unsafe-fixes" not in check.stdout.splitlines()[-1]
+
+
+def test_rule_page_quotes_the_label_the_message_ends_with(tmp_path):
+    _case(tmp_path, NONE_CHECKED)
+    message = _findings(run_cgguard("check", "--isolated", ".", cwd=tmp_path).stdout)[0][1]
+    page = run_cgguard("rule", "CGG001").stdout
+    label = re.search(r"the message ends in `([^`]+)`", page)
+    assert label, "rule page does not say how the message labels an unsafe fix"
+    assert message.endswith(f" {label[1]}")
+
+
+# ---- --output-file never destroys input --------------------------------------------
+
+
+def _one_error_line(result) -> str:
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2 and len(lines) == 1, (result.returncode, result.stderr)
+    assert lines[0].startswith("cgguard: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_output_file_that_is_an_input_is_refused(tmp_path, command):
+    src = tmp_path / "src"
+    src.mkdir()
+    runner = _case(src, SAFE_CASE)
+    (tmp_path / "link.py").symlink_to(runner)
+    before = runner.read_bytes()
+    for output, paths in (
+        ("src/v025_runner.py", ["src/v025_runner.py"]),  # the file named
+        ("src/v025_runner.py", ["src"]),                 # a file the folder search finds
+        ("link.py", ["src/v025_runner.py"]),             # the same file through a symlink
+        ("src/v025_runner.py", ["link.py"]),
+        ("./src/../src/v025_runner.py", ["."]),
+    ):
+        result = run_cgguard(command, "--isolated", "-o", output, *paths, cwd=tmp_path)
+        line = _one_error_line(result)
+        assert "is one of the files to check" in line, line
+        assert runner.read_bytes() == before
+        assert (tmp_path / "link.py").is_symlink()
+    # A report beside the sources is no source: it is written.
+    ok = run_cgguard("check", "--isolated", "-o", "src/report.txt", "src", cwd=tmp_path)
+    assert ok.returncode == 1 and (src / "report.txt").read_text().startswith("src/v025_runner.py:")
+
+
+@pytest.mark.parametrize("output", ["no/such/dir/r.txt", "folder"])
+def test_fix_validates_the_output_file_before_it_writes_anything(tmp_path, output):
+    (tmp_path / "folder").mkdir()
+    x = _case(tmp_path, SAFE_CASE)
+    before = x.read_bytes()
+    for command in (["fix"], ["fix", "--unsafe-fixes"], ["check"]):
+        result = run_cgguard(*command, "--isolated", "-o", output, x.name, cwd=tmp_path)
+        line = _one_error_line(result)
+        assert f"cannot write {output}: " in line
+        assert x.read_bytes() == before
+    # Standard input is not even read.
+    stdin = run_cgguard("fix", "--isolated", "-o", output, "-", cwd=tmp_path, input=before.decode())
+    _one_error_line(stdin)
+    assert stdin.stdout == ""
+
+
+# ---- a reader that goes away ------------------------------------------------------
+
+
+def _closed_reader(args, cwd) -> subprocess.CompletedProcess:
+    """Run cgguard with standard output a pipe whose reader is already gone."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "cgguard", *args], cwd=cwd, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write)
+
+
+def test_a_closed_standard_output_ends_every_command_silently(tmp_path):
+    _unsafe_tree(tmp_path)
+    for args in (["rule", "CGG001"], ["rule"], ["--help"], ["check", "--help"],
+                 ["check", "--isolated", "src"], ["check", "--isolated", "--format", "json", "src"],
+                 ["fix", "--isolated", "--diff", "src"], ["config"], ["doctor", "--path", "src"]):
+        result = _closed_reader(args, tmp_path)
+        assert (result.returncode, result.stderr) == (141, ""), args
+
+
+def test_head_reading_one_line_of_a_long_diff(tmp_path):
+    # More diff than a pipe holds (64 KiB): cgguard is still writing when the reader goes.
+    src = tmp_path / "src"
+    src.mkdir()
+    text = (CASES / f"{SAFE_CASE}.pycase").read_text()
+    for i in range(300):  # about 200 KB of diff
+        (src / f"runner_{i}.py").write_text(text)
+    proc = subprocess.Popen([sys.executable, "-m", "cgguard", "fix", "--isolated", "--diff", "src"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=600) == 141
+    assert first.startswith(b"--- a/src/runner_") and stderr == b""
+    assert all(p.read_text() == text for p in src.iterdir())  # --diff wrote nothing
+
+
+def test_fix_with_a_closed_standard_output_writes_whole_files(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    names = ["v025_runner", "helper_return", "local_aliases"]
+    for name in names:
+        _case(src, name)
+    result = _closed_reader(["fix", "--isolated", "src"], tmp_path)
+    assert (result.returncode, result.stderr) == (141, "")
+    for name in names:
+        assert (src / f"{name}.py").read_text() == (CASES / f"{name}.fixed.pycase").read_text()
+
+
+# ---- usage: --config with --isolated, selection on the command line ---------------
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["fix", "--diff", "."], ["config"]])
+def test_config_with_isolated_is_a_usage_error(tmp_path, command):
+    (tmp_path / "cgguard.toml").write_text('ignore = ["CGG002"]\n')
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    result = run_cgguard(command[0], "--config", "cgguard.toml", "--isolated", *command[1:], cwd=tmp_path)
+    assert _one_error_line(result) == (
+        "cgguard: error: --config cannot be used with --isolated (which ignores every configuration file)"
+    )
+    assert result.stdout == ""
+
+
+def _codes(tmp_path, *args) -> list[str]:
+    result = run_cgguard("check", *args, ".", cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    return [code for code, _ in _findings(result.stdout)]
+
+
+@pytest.mark.parametrize("settings, args, expected", [
+    # No settings file: the command line alone.
+    ("", [], ["CGG001", "CGG002"]),
+    ("", ["--select", "CGG002"], ["CGG002"]),
+    ("", ["--select", "CGG001,CGG002"], ["CGG001", "CGG002"]),
+    ("", ["--select", "CGG001", "--select", "CGG002"], ["CGG001", "CGG002"]),
+    ("", ["--ignore", "CGG001"], ["CGG002"]),
+    ("", ["--select", "CGG", "--ignore", "CGG002"], ["CGG001"]),
+    ("", ["--ignore", "CGG", "--extend-select", "CGG001"], ["CGG001"]),  # more specific wins
+    ("", ["--select", "CGG001", "--ignore", "CGG001"], []),              # ignore wins a tie
+    # With a settings file: --select starts over, --extend-select and --ignore adjust it.
+    ('ignore = ["CGG002"]', [], ["CGG001"]),
+    ('ignore = ["CGG002"]', ["--select", "CGG002"], ["CGG002"]),
+    ('ignore = ["CGG002"]', ["--select", "CGG"], ["CGG001", "CGG002"]),
+    ('ignore = ["CGG002"]', ["--extend-select", "CGG002"], ["CGG001", "CGG002"]),
+    ('ignore = ["CGG002"]', ["--ignore", "CGG001"], []),
+    ('select = ["CGG001"]', ["--extend-select", "CGG002"], ["CGG001", "CGG002"]),
+    ('select = ["CGG001"]', ["--ignore", "CGG001"], []),
+])
+def test_selection_on_the_command_line_combines_with_the_settings_as_in_ruff(tmp_path, settings, args,
+                                                                               expected):
+    (tmp_path / "cgguard.toml").write_text(settings + "\n")
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    assert _codes(tmp_path, *args) == expected
+
+
+def test_selection_in_pre_commit_args(tmp_path):
+    # pre-commit runs the hook's entry, then the hook's `args:`, then the staged files.
+    import yaml
+
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    entry = hooks["cgguard-check"]["entry"].split()
+    assert entry[0] == "cgguard"
+    result = run_cgguard(*entry[1:], "--isolated", "--ignore", "CGG001", "both.py", cwd=tmp_path)
+    assert [code for code, _ in _findings(result.stdout)] == ["CGG002"]
+
+
+def test_fix_honours_selection_on_the_command_line(tmp_path):
+    both = tmp_path / "both.py"
+    both.write_text(BOTH_RULES)
+    result = run_cgguard("fix", "--isolated", "--ignore", "CGG001", ".", cwd=tmp_path)
+    assert both.read_text() == BOTH_RULES
+    assert result.stdout.splitlines()[-1].startswith("Fixed 0 findings. 1 finding remains")
+    run_cgguard("fix", "--isolated", "--select", "CGG001", ".", cwd=tmp_path)
+    assert both.read_text() != BOTH_RULES
+
+
+@pytest.mark.parametrize("option", ["--select", "--extend-select", "--ignore"])
+def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, option):
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    for command in ("check", "fix"):
+        result = run_cgguard(command, "--isolated", option, "CGG001,E501", ".", cwd=tmp_path)
+        assert _one_error_line(result) == (
+            f"cgguard: error: {option}: unknown rule code 'E501' (known: CGG001, CGG002)"
+        )
+        assert (tmp_path / "both.py").read_text() == BOTH_RULES
+
+
+# ---- no internal references in what users read ------------------------------------
+
+
+def test_no_help_or_rule_page_mentions_an_issue():
+    top = run_cgguard("--help").stdout
+    commands = re.findall(r"^  (\w+)  ", top.split("Commands:")[1], re.M)
+    assert {"check", "fix", "rule", "doctor", "estimate", "config"} <= set(commands)
+    texts = {"cgguard --help": top, "cgguard rule": run_cgguard("rule").stdout}
+    for name in commands:
+        texts[f"cgguard {name} --help"] = run_cgguard(name, "--help").stdout
+    for code in ("CGG001", "CGG002"):
+        texts[f"cgguard rule {code}"] = run_cgguard("rule", code).stdout
+    for where, text in texts.items():
+        assert text.strip(), where
+        assert not re.search(r"\bissues?\b", text, re.I), where
