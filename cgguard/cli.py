@@ -136,6 +136,8 @@ def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = N
 
 def _run_options(command):
     """Options `check` and `fix` share: settings, discovery, standard input, output."""
+    from cgguard.static.workflow.discovery_cli import OPTIONS as DISCOVERY_OPTIONS
+
     for option in reversed((
         click.argument("paths", nargs=-1),
         click.option("--config", "config_file", metavar="PATH",
@@ -147,6 +149,7 @@ def _run_options(command):
                      help="Write the report to PATH instead of standard output."),
         click.option("--force-exclude/--no-force-exclude", default=None,
                      help="Apply exclude/extend-exclude to paths named on the command line too."),
+        *DISCOVERY_OPTIONS,
         click.option("--stdin-filename", metavar="PATH",
                      help="With `-`: the path to report and to match settings against."),
         verbose_option,
@@ -168,7 +171,9 @@ def _settings(paths, config_file, isolated, stdin_filename, **overrides):
     except ConfigError as exc:
         click.echo(f"cgguard: error: {exc}", err=True)
         sys.exit(2)
-    return with_overrides(settings, **overrides)
+    from cgguard.static.workflow.discovery_cli import overrides as discovery_overrides
+
+    return with_overrides(settings, **overrides, **discovery_overrides())
 
 
 def _stdin(stdin_filename, settings):
