@@ -259,9 +259,19 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
         for r in run.files:
             if r.diff:
                 sys.stdout.write(r.diff)
+        _diff_base_note(run)
     # Remaining findings point into the fixed text, which is not on disk with --diff.
     sources = Sources({r.path: r.new_text for r in run.files if r.changed and r.new_text is not None})
     sys.exit(_report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources))
+
+
+def _diff_base_note(run) -> None:
+    """Where to apply a diff whose files do not all lie in the current folder."""
+    import os
+
+    if run.diff_base and run.diff_base != os.getcwd() and any(r.diff for r in run.files):
+        click.echo(_printable(f"cgguard: the diff names its files from {run.diff_base} "
+                              "(apply it there: `git apply`, `patch -p1`)"), err=True)
 
 
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
