@@ -122,7 +122,7 @@ class _Once:
 
     def __init__(self) -> None:
         self._inodes: dict[tuple[int, int], list[str]] = {}
-        self._paths: set[str] = set()
+        self._paths: set[tuple[str, str]] = set()
 
     def first_file(self, path: str) -> bool:
         try:
@@ -143,7 +143,7 @@ class _Once:
     def first_error(self, path: str) -> bool:
         return self._first(("error", os.path.realpath(path)))
 
-    def _first(self, key) -> bool:
+    def _first(self, key: tuple[str, str]) -> bool:
         if key in self._paths:
             return False
         self._paths.add(key)
