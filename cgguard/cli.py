@@ -188,6 +188,8 @@ def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = N
 
 def _run_options(command):
     """Options `check` and `fix` share: settings, discovery, standard input, output."""
+    from cgguard.static.workflow.discovery_cli import OPTIONS as DISCOVERY_OPTIONS
+
     for option in reversed((
         click.argument("paths", nargs=-1),
         click.option("--config", "config_file", metavar="PATH",
@@ -199,6 +201,7 @@ def _run_options(command):
                      help="Write the report to PATH instead of standard output."),
         click.option("--force-exclude/--no-force-exclude", default=None,
                      help="Apply exclude/extend-exclude to paths named on the command line too."),
+        *DISCOVERY_OPTIONS,
         click.option("--stdin-filename", metavar="PATH",
                      help="With `-`: the path to report and to match settings against."),
         click.option("--select", multiple=True, metavar="CODES",
@@ -245,7 +248,9 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
         )
     except ConfigError as exc:
         _usage_error(str(exc))
-    settings = with_overrides(settings, **overrides)
+    from cgguard.static.workflow.discovery_cli import overrides as discovery_overrides
+
+    settings = with_overrides(settings, **overrides, **discovery_overrides())
     if output_file is not None:
         from cgguard.static.workflow.outputpath import problem
 
@@ -343,9 +348,19 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
         for r in run.files:
             if r.diff:
                 sys.stdout.write(r.diff)
+        _diff_base_note(run)
     # Remaining findings point into the fixed text, which is not on disk with --diff.
     sources = Sources({r.path: r.new_text for r in run.files if r.changed and r.new_text is not None})
     sys.exit(_report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources))
+
+
+def _diff_base_note(run) -> None:
+    """Where to apply a diff whose files do not all lie in the current folder."""
+    import os
+
+    if run.diff_base and run.diff_base != os.getcwd() and any(r.diff for r in run.files):
+        click.echo(_printable(f"cgguard: the diff names its files from {run.diff_base} "
+                              "(apply it there: `git apply`, `patch -p1`)"), err=True)
 
 
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:

@@ -124,12 +124,17 @@ def test_3_nothing_to_check_is_one_warning_and_exit_0(tmp_path, command):
         "pyproject.toml": '[tool.cgguard]\nextend-exclude = ["gen/*.py"]\n',
     })
     (tmp_path / "empty").mkdir()
-    warning = "warning: no Python files to check in this folder (none found, or all excluded)"
-    for folder in ("empty", "docs", "gen"):  # empty, no Python, every file excluded
+    warning = "warning: no Python files to check in this folder (none found)"
+    for folder in ("empty", "docs"):  # empty, no Python
         result = run_cgguard(command, folder, cwd=tmp_path)
         assert result.returncode == 0, (folder, result.stdout, result.stderr)
         assert result.stderr == f"{folder}: {warning}\n"
         assert "0 files checked" in result.stdout and "error" not in result.stdout
+    # Every file excluded: the folder named was not checked, an error that says why
+    # (tests/workflow/test_nothing_checked.py has the details).
+    excluded = run_cgguard(command, "gen", cwd=tmp_path)
+    assert excluded.returncode == 2
+    assert excluded.stderr.startswith("gen: error: nothing checked: its only Python file is excluded by `gen/*.py`")
     # The default path, `.`, in a folder without Python files.
     result = run_cgguard(command, cwd=tmp_path / "docs")
     assert (result.returncode, result.stderr) == (0, f".: {warning}\n")

@@ -86,8 +86,12 @@ def test_respect_gitignore_false_checks_ignored_files(tmp_path):
     write(root, {".gitignore": "*.py\n", "a.py": CGG001_SOURCE,
                  "pyproject.toml": "[tool.cgguard]\nrespect-gitignore = false\n"})
     assert finding_paths(_check(root, ".").stdout) == ["a.py"]
-    ignored = _check(root, "--isolated", ".")  # everything ignored: nothing to check, not an error
-    assert ignored.returncode == 0 and ignored.stderr.startswith(".: warning: no Python files to check")
+    # Everything ignored: the folder named was not checked, an error that names the rule and the option.
+    ignored = _check(root, "--isolated", ".")
+    assert (ignored.returncode, ignored.stderr) == (2, (
+        ".: error: nothing checked: its only Python file is excluded by `*.py` (.gitignore); "
+        "--no-respect-gitignore checks it\n"))
+    assert finding_paths(_check(root, "--isolated", "--no-respect-gitignore", ".").stdout) == ["a.py"]
 
 
 def test_explicit_files_are_checked_unless_force_exclude(tmp_path):
@@ -137,7 +141,7 @@ def test_missing_paths_are_errors_and_folders_without_python_warnings(tmp_path):
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "nope.py: error: no such file or directory",
-        "docs: warning: no Python files to check in this folder (none found, or all excluded)",
+        "docs: warning: no Python files to check in this folder (none found)",
     ]
     assert finding_paths(result.stdout) == ["a.py"]
 

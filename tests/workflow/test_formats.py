@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from tests.conftest import REPO, run_cgguard
-from tests.workflow.conftest import CGG001_SOURCE, CGG002_SOURCE, CLEAN_SOURCE, write
+from tests.workflow.conftest import CGG001_SOURCE, CGG002_SOURCE, CLEAN_SOURCE, GIT_ENV, git_env, git_init, write
 
 
 def _project(tmp_path):
@@ -163,7 +164,8 @@ def test_github_workflow_commands(tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0].startswith(
         "::error file=odd%2C name%3A x.py,line=3,col=22,endLine=3,endColumn=77,title=CGG001::`min_blocks`")
-    assert lines[1].startswith("::error file=pkg/mamba.py,line=2,col=18,endLine=2,endColumn=84,title=CGG002::")
+    # CGG002 is a suggestion only: a warning; CGG001 stays an error.
+    assert lines[1].startswith("::warning file=pkg/mamba.py,line=2,col=18,endLine=2,endColumn=84,title=CGG002::")
     assert lines[2].startswith("::error file=pkg/runner.py,line=3,col=22,")
     assert len(lines) == 3
     assert result.stderr.startswith("Found 3 findings")
@@ -226,3 +228,73 @@ def test_fix_stdin_keeps_undecodable_input_whole(tmp_path):
     assert result.stdout == data
     [line] = result.stderr.decode().splitlines()[:1]
     assert line.startswith("-: error: ") and "ascii" in line
+
+
+def test_full_caret_lines_up_under_tab_indented_code(tmp_path):
+    # Tabs before the flagged code, and one inside the line: on a terminal (tab stops
+    # every 8 columns, or any other width) the caret sits under the flagged character.
+    source = (
+        "class ForkModelRunner:\n"
+        "\tdef _init_minimal_kv_cache_for_profiling(self):\n"
+        "\t\tmin_blocks =\tself.compilation_config.max_cudagraph_capture_size or 1\n"
+        "\t\treturn min_blocks\n"
+    )
+    write(tmp_path, {"tabs.py": source})
+    result = run_cgguard("check", "--format", "full", "tabs.py", cwd=tmp_path)
+    assert result.returncode == 1
+    rows = result.stdout.splitlines()
+    [shown] = [i for i, row in enumerate(rows) if row.startswith("3 | ")]
+    caret = rows[shown + 1]
+    assert caret.endswith(" CGG001") and "^" in caret
+    for tabsize in (8, 4):
+        line, under = rows[shown].expandtabs(tabsize), caret.expandtabs(tabsize)
+        start = under.index("^")
+        assert line[start:].startswith("self.compilation_config"), (tabsize, line, under)
+        assert under.count("^") == len("self.compilation_config.max_cudagraph_capture_size or 1")
+
+
+def test_sarif_and_github_levels_suggestion_only_is_a_warning(tmp_path):
+    _project(tmp_path)
+    doc = json.loads(run_cgguard("check", "--format", "sarif", "pkg", cwd=tmp_path).stdout)
+    _validate_sarif(doc)
+    run = doc["runs"][0]
+    assert {r["ruleId"]: r["level"] for r in run["results"]} == {"CGG001": "error", "CGG002": "warning"}
+    defaults = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
+    assert defaults == {"CGG001": "error", "CGG002": "warning"}
+    github = run_cgguard("check", "--format", "github", "pkg", cwd=tmp_path)
+    assert [line.split(" ", 1)[0] for line in github.stdout.splitlines()] == ["::warning", "::error"]
+    assert github.returncode == 1  # a warning is still a finding for the exit code
+
+
+def _apply_with_git(diff: str, where: Path) -> None:
+    result = subprocess.run(["git", "apply", "-"], input=diff, cwd=where, capture_output=True, text=True,
+                            env=git_env())
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("in_git", [True, False], ids=["git-repo", "no-repo"])
+def test_fix_diff_outside_the_current_folder_applies_with_git_apply(tmp_path, in_git):
+    def tree(root):
+        if in_git:
+            git_init(root)
+        write(root, {"x.py": CGG001_SOURCE, "sub/y.py": CGG001_SOURCE, "sub/deeper/z.py": CLEAN_SOURCE})
+        return root
+
+    diffed, fixed = tree(tmp_path / "diffed"), tree(tmp_path / "fixed")
+    assert run_cgguard("fix", "../x.py", ".", cwd=fixed / "sub").returncode == 0
+    result = run_cgguard("fix", "--diff", "../x.py", ".", cwd=diffed / "sub", env=GIT_ENV)
+    assert result.returncode == 1, result.stderr
+    headers = [line for line in result.stdout.splitlines() if line.startswith(("--- ", "+++ "))]
+    assert headers == ["--- a/x.py", "+++ b/x.py", "--- a/sub/y.py", "+++ b/sub/y.py"]
+    assert result.stderr == (f"cgguard: the diff names its files from {diffed} "
+                             "(apply it there: `git apply`, `patch -p1`)\n")
+    _apply_with_git(result.stdout, diffed)  # the whole output, as `| git apply` gets it
+    for name in ("x.py", "sub/y.py", "sub/deeper/z.py"):
+        assert (diffed / name).read_text() == (fixed / name).read_text(), name
+    # From the folder holding every file, and with `./` in a name: plain relative headers.
+    again = tree(tmp_path / "again")
+    inside = run_cgguard("fix", "--diff", "./x.py", "sub/../sub/y.py", cwd=again, env=GIT_ENV)
+    assert [line for line in inside.stdout.splitlines() if line.startswith("--- ")] == ["--- a/x.py", "--- a/sub/y.py"]
+    assert "names its files from" not in inside.stderr
+    _apply_with_git(inside.stdout, again)
+    assert (again / "x.py").read_text() == (fixed / "x.py").read_text()

@@ -55,6 +55,8 @@ class RunResult:
     # Were unsafe fixes on for this run (--unsafe-fixes, `unsafe-fixes = true`)? The
     # summary then counts them as fixable instead of naming the flag that applies them.
     unsafe_fixes: bool = False
+    # The folder the diffs name their files from (see textdiff.diff_base).
+    diff_base: str | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -142,9 +144,11 @@ def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileRe
 
 
 def fix_source_text(
-    text: str, path: str, finding_filter: FindingFilter | None = None, *, unsafe: bool = False
+    text: str, path: str, finding_filter: FindingFilter | None = None, *, unsafe: bool = False,
+    diff_base: str | None = None,
 ) -> FileResult:
-    """Fix one text in memory; ``new_text`` holds the result (the original on any error)."""
+    """Fix one text in memory; ``new_text`` holds the result (the original on any error).
+    The diff names the file relative to ``diff_base`` (see textdiff.diff_base)."""
     result = check_text(text, path, finding_filter)
     if result.error is not None:
         return result
@@ -164,21 +168,23 @@ def fix_source_text(
     if outcome.error:
         result.error = FileError(path, outcome.error)
     if result.changed:
-        from cgguard.static.workflow.textdiff import unified_diff
+        from cgguard.static.workflow.textdiff import diff_base as base_of, diff_label, unified_diff
 
+        label = _printable_path(diff_label(path, diff_base or base_of([path])))
         result.diff = "".join(
             unified_diff(
                 text.splitlines(keepends=True),
                 outcome.text.splitlines(keepends=True),
-                fromfile=f"a/{_printable_path(path).lstrip('/')}",
-                tofile=f"b/{_printable_path(path).lstrip('/')}",
+                fromfile=f"a/{label}",
+                tofile=f"b/{label}",
             )
         )
     return result
 
 
 def fix_file(
-    path: str, finding_filter: FindingFilter | None = None, *, write: bool = True, unsafe: bool = False
+    path: str, finding_filter: FindingFilter | None = None, *, write: bool = True, unsafe: bool = False,
+    diff_base: str | None = None,
 ) -> FileResult:
     """Fix one file. It is written only when its bytes change, atomically, and only
     when the untouched parts are sure to come back byte for byte."""
@@ -187,7 +193,7 @@ def fix_file(
         source = sourcefile.decode(data)
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    result = fix_source_text(source.text, path, finding_filter, unsafe=unsafe)
+    result = fix_source_text(source.text, path, finding_filter, unsafe=unsafe, diff_base=diff_base)
     if not result.changed or result.new_text is None:
         return result
     try:
@@ -268,14 +274,18 @@ def fix_paths(
     unsafe: bool = False,
     settings=None,
 ) -> RunResult:
+    from cgguard.static.workflow.textdiff import diff_base
+
+    files = list(iter_python_files(paths, settings))
     run = RunResult(dry_run=not write, unsafe_fixes=unsafe)
-    for path, error in iter_python_files(paths, settings):
+    if not write:  # one folder names every file of the printed diff
+        run.diff_base = diff_base(p for p, error in files if not error)
+    for path, error in files:
         if error:
             run.files.append(_not_checked(path, error))
         else:
-            run.files.append(
-                _guarded(path, lambda p: fix_file(p, finding_filter, write=write, unsafe=unsafe))
-            )
+            run.files.append(_guarded(path, lambda p: fix_file(
+                p, finding_filter, write=write, unsafe=unsafe, diff_base=run.diff_base)))
     return run
 
 

@@ -20,7 +20,17 @@ once (a loop is not walked twice).
 ``exclude``/``extend-exclude`` skip what a folder search finds: a file, or any
 folder between the searched folder and the file, that matches. A path named on
 the command line is always checked unless ``force-exclude`` is on; then it is
-skipped when it or a folder above it matches.
+skipped when it or a folder above it matches. A named folder that holds Python
+files but loses every one of them to excludes or .gitignore (a virtual
+environment: any of them) is an error that names the patterns (see
+:mod:`cgguard.static.workflow.excluded`): the run did not check what it was
+asked to.
+
+Each file is checked once per run, however often it is reached: named twice,
+named and found in a named folder, or reached through a symbolic link to a file
+already in the run. Identity is the file's real path (``os.path.realpath``); the
+first path that reaches a file is the one shown. Hard links are different names
+(``cgguard fix`` replaces each name on its own), so each is checked.
 """
 
 from __future__ import annotations
@@ -32,10 +42,12 @@ from typing import Iterable, Iterator
 
 from cgguard.static.workflow.config import Settings
 from cgguard.static.driver.findings import FileError
+from cgguard.static.workflow.excluded import explain, is_virtualenv
 from cgguard.static.workflow.globs import (
     IgnoreRule,
     PathGlobs,
     gitignored,
+    last_match,
     parse_gitignore,
     relative_to_root,
     under,
@@ -46,7 +58,7 @@ SUFFIXES = (".py", ".pyi")
 ROOT_MARKERS = (".git", "pyproject.toml", "cgguard.toml")
 
 NOT_PYTHON = "not a Python file (no .py or .pyi suffix, no python shebang); skipped"
-NO_PYTHON_FILES = "no Python files to check in this folder (none found, or all excluded)"
+NO_PYTHON_FILES = "no Python files to check in this folder (none found)"
 
 
 @dataclass(frozen=True)
@@ -66,23 +78,83 @@ def discover(paths: Iterable[str], settings: Settings | None = None) -> Iterator
     """(path, None) for each file to check, (path, error) for each path that cannot be."""
     settings = settings or Settings()
     excludes = PathGlobs(settings.all_excludes())
+    once = _Once()
     for path in paths:
         if force_excluded(path, settings, excludes):
             continue
         if os.path.isdir(path):
-            found = False
+            if not once.first_folder(path):
+                continue  # the same folder named again: its files are in the run already
+            found: list[str] = []
+            failed = False
             for file in _files_under(path, settings, excludes):
-                found = True
                 if isinstance(file, FileError):
-                    yield file.path, file
-                else:
+                    failed = True
+                    if once.first_error(file.path):
+                        yield file.path, file
+                    continue
+                found.append(file)
+                if once.first_file(file):
                     yield file, None
-            if not found:
-                yield path, Skip(path, NO_PYTHON_FILES)
+            if not found and not failed:
+                yield path, _nothing_found(path, settings, excludes)
+            elif found and is_virtualenv(path):
+                # A virtual environment named: what it holds lies in site-packages, a
+                # default exclude; checking only its scripts would be a false all-clear.
+                reason = explain(path, settings, excludes, found)
+                if reason and once.first_error(path):
+                    yield path, FileError(path, reason)
         elif os.path.exists(path) or os.path.islink(path):
-            yield path, (None if _named_python(path) else Skip(path, NOT_PYTHON))
-        else:
+            if once.first_file(path):
+                yield path, (None if _named_python(path) else Skip(path, NOT_PYTHON))
+        elif once.first_error(path):
             yield path, FileError(path, "no such file or directory")
+
+
+class _Once:
+    """Which files, folders and failed paths a run has already met.
+
+    A file's identity is its real path. Comparing real paths for every file would
+    cost a dozen ``lstat`` calls each; one ``stat`` finds the candidates instead
+    (same device and inode), and only those are compared by real path, so two
+    hard links stay two files.
+    """
+
+    def __init__(self) -> None:
+        self._inodes: dict[tuple[int, int], list[str]] = {}
+        self._paths: set[tuple[str, str]] = set()
+
+    def first_file(self, path: str) -> bool:
+        try:
+            st = os.stat(path)
+        except OSError:  # a broken link, a loop: its error is reported once
+            return self.first_error(path)
+        seen = self._inodes.setdefault((st.st_dev, st.st_ino), [])
+        if seen:
+            real = os.path.realpath(path)
+            if any(os.path.realpath(p) == real for p in seen):
+                return False
+        seen.append(path)
+        return True
+
+    def first_folder(self, path: str) -> bool:
+        return self._first(("folder", os.path.realpath(path)))
+
+    def first_error(self, path: str) -> bool:
+        return self._first(("error", os.path.realpath(path)))
+
+    def _first(self, key: tuple[str, str]) -> bool:
+        if key in self._paths:
+            return False
+        self._paths.add(key)
+        return True
+
+
+def _nothing_found(folder: str, settings: Settings, excludes: PathGlobs) -> FileError:
+    """A folder search that found nothing: a warning when the folder holds no Python
+    file, an error naming the patterns when excludes or .gitignore removed them all."""
+    reason = explain(folder, settings, excludes)
+    return FileError(folder, reason) if reason else Skip(folder, NO_PYTHON_FILES)
 
 
 def _named_python(path: str) -> bool:
@@ -115,30 +187,38 @@ def project_root(folder: str) -> str:
 
 
 def _files_under(folder: str, settings: Settings, excludes: PathGlobs) -> Iterator[str | FileError]:
-    # Path arithmetic is most of a folder search's cost: the folder's place under
-    # the config root is worked out once, its entries' by joining strings.
-    base = relative_to_root(folder, settings.root)
-    cache: dict[str, bool] = {}
-
-    def excluded(rel: str) -> bool:
-        """Does ``rel`` (relative to ``folder``) itself match an exclude glob?"""
-        if rel not in cache:
-            cache[rel] = excludes.match(under(base, rel))
-        return cache[rel]
-
+    excluded = excluded_below(folder, settings, excludes)
     listed = _git_files(folder) if settings.respect_gitignore else None
     # git lists nothing in a folder it ignores (an installed package under .venv,
     # say); a folder named on the command line is searched all the same: walk it.
     if listed:
         for rel in listed:
             parts = rel.split("/")
-            if excludes and any(excluded("/".join(parts[:k])) for k in range(1, len(parts) + 1)):
+            if excluded is not None and any(excluded("/".join(parts[:k])) for k in range(1, len(parts) + 1)):
                 continue
             path = os.path.normpath(os.path.join(folder, rel))
             if os.path.isfile(path):  # not a deleted tracked file, nor a submodule
                 yield path
         return
-    yield from _walk(folder, settings, excluded if excludes else None)
+    yield from walk(folder, settings, excluded)
+
+
+def excluded_below(folder: str, settings: Settings, excludes: PathGlobs):
+    """``excluded(rel)``: does a path relative to ``folder`` itself match an exclude
+    glob? None when there are no excludes."""
+    if not excludes:
+        return None
+    # Path arithmetic is most of a folder search's cost: the folder's place under
+    # the config root is worked out once, its entries' by joining strings.
+    base = relative_to_root(folder, settings.root)
+    cache: dict[str, bool] = {}
+
+    def excluded(rel: str) -> bool:
+        if rel not in cache:
+            cache[rel] = excludes.match(under(base, rel))
+        return cache[rel]
+
+    return excluded
 
 
 def _git_files(folder: str) -> list[str] | None:
@@ -159,7 +239,11 @@ def _git_files(folder: str) -> list[str] | None:
     return sorted({n for n in names if n.endswith(SUFFIXES)}, key=lambda n: n.split("/"))
 
 
-def _walk(root: str, settings: Settings, excluded) -> Iterator[str | FileError]:
+def walk(root: str, settings: Settings, excluded, on_skip=None) -> Iterator[str | FileError]:
+    """Python files under ``root`` that no exclude glob (``excluded``, see
+    :func:`excluded_below`) and no .gitignore rule skips. ``on_skip(rel, is_dir,
+    hit)`` hears of each skipped entry (``hit``: the deciding (base, .gitignore
+    rule), or None for an exclude glob); folders skipped are not entered."""
     root_abs = os.path.abspath(root)
     use_gitignore = settings.respect_gitignore
     # .gitignore rules as (folder relative to `top`, rule); `top` is the project
@@ -199,8 +283,18 @@ def _walk(root: str, settings: Settings, excluded) -> Iterator[str | FileError]:
         def skip(name: str, is_dir: bool) -> bool:
             rel = f"{rel_folder}/{name}" if rel_folder else name
             if excluded is not None and excluded(rel):
+                if on_skip is not None:
+                    on_skip(rel, is_dir, None)
                 return True
-            return bool(rules) and gitignored(rules, rel_top(rel), is_dir)
+            if not rules:
+                return False
+            if on_skip is None:
+                return gitignored(rules, rel_top(rel), is_dir)
+            hit = last_match(rules, rel_top(rel), is_dir)
+            if hit is None or hit[1].negated:
+                return False
+            on_skip(rel, is_dir, hit)
+            return True
 
         dirs[:] = sorted(d for d in dirs if d != ".git" and not skip(d, True))
         shown = os.path.normpath(folder)

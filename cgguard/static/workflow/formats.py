@@ -9,6 +9,9 @@
   metadata with help from ``rules/``, results with physical locations and fixes).
 - ``github``: GitHub Actions workflow commands (``::error file=...::message``).
 
+In ``sarif`` and ``github`` a rule whose fix is a suggestion only (CGG002) is a
+warning; the others (CGG001) are errors.
+
 Errors (files that could not be checked) always go to standard error, one line
 each. For the machine formats the summary goes to standard error too, so
 standard output (or ``--output-file``) holds nothing but the document.
@@ -20,7 +23,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from cgguard.static.driver.findings import SAFE, UNSAFE, Finding
+from cgguard.static.driver.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -163,8 +166,9 @@ def _full(f: Finding, sources: Sources) -> str:
         for n in range(max(1, f.line - 1), min(len(lines), last + 1) + 1):
             out.append(f"{n:>{width}} | {lines[n - 1].rstrip()}\n")
             if n == f.line:
-                end = f.end_col if f.end_line == f.line else len(lines[n - 1].rstrip()) + 1
-                out.append(f"{gutter} {' ' * (f.col - 1)}{'^' * max(1, end - f.col)} {f.code}\n")
+                shown = lines[n - 1].rstrip()
+                end = f.end_col if f.end_line == f.line else len(shown) + 1
+                out.append(f"{gutter} {_under(shown[: f.col - 1])}{'^' * max(1, end - f.col)} {f.code}\n")
         out.append(gutter + "\n")
     why = _why(f.code)
     if why:
@@ -175,6 +179,12 @@ def _full(f: Finding, sources: Sources) -> str:
     out.append(f"  = help: `cgguard rule {f.code}` (what it flags, why, when the fix is safe, examples)\n")
     out.append("\n")
     return "".join(out)
+
+
+def _under(prefix: str) -> str:
+    """Blanks as wide as ``prefix`` on a terminal: its tabs are kept as tabs, so the
+    caret lands under the same character whatever the tab width."""
+    return "".join(c if c == "\t" else " " for c in prefix)
 
 
 _WHY: dict[str, str] = {}
@@ -246,6 +256,32 @@ def _json_finding(f: Finding, sources: Sources) -> dict:
     }
 
 
+# ---- severity (sarif, github) --------------------------------------------------------
+#
+# A rule whose fix is a suggestion only (rule.md's `fix: display-only`, CGG002)
+# reports code the author may have meant: a warning. The others are errors.
+
+_LEVELS: dict[str, str] = {}
+
+
+def level(code: str) -> str:
+    """"error" or "warning" for a rule code (its rule page decides; "error" when it has none)."""
+    if not _LEVELS:
+        from cgguard.static.workflow.ruledocs import all_rules
+
+        try:
+            docs = all_rules()
+        except FileNotFoundError:
+            docs = []
+        for doc in docs:
+            _LEVELS[doc.code] = rule_level(doc.fix)
+    return _LEVELS.get(code, "error")
+
+
+def rule_level(fix: str) -> str:
+    return "warning" if fix == DISPLAY_ONLY else "error"
+
+
 # ---- sarif --------------------------------------------------------------------------
 
 
@@ -260,7 +296,7 @@ def sarif(run, findings: list[Finding], sources: Sources) -> dict:
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
-            "level": "error",
+            "level": level(f.code),
             "message": {"text": f.message},
             "locations": [{"physicalLocation": location}],
         }
@@ -327,7 +363,7 @@ def _sarif_rules(codes_seen: set[str]) -> list[dict]:
                 "shortDescription": {"text": doc.summary or doc.code},
                 "fullDescription": {"text": doc.summary or doc.code},
                 "help": {"text": doc.body, "markdown": doc.body},
-                "defaultConfiguration": {"level": "error"},
+                "defaultConfiguration": {"level": rule_level(doc.fix)},
                 "properties": {"fix": doc.fix},
             }
         )
@@ -371,7 +407,7 @@ def _github(f: Finding) -> str:
         f"file={_gh_prop(f.path)},line={f.line},col={f.col},"
         f"endLine={f.end_line},endColumn={f.end_col},title={_gh_prop(f.code)}"
     )
-    return f"::error {props}::{_gh_data(f.message)}\n"
+    return f"::{level(f.code)} {props}::{_gh_data(f.message)}\n"
 
 
 def _gh_data(text: str) -> str:

@@ -85,6 +85,7 @@ class PathGlobs:
     """
 
     def __init__(self, globs: tuple[str, ...] | list[str]):
+        self.globs = tuple(globs)
         names, paths = [], []
         for g in globs:
             g = g.rstrip("/")
@@ -106,6 +107,14 @@ class PathGlobs:
             return True
         return self._path is not None and self._path.fullmatch(rel) is not None
 
+    def which(self, rel: str) -> str | None:
+        """The first glob (as written) that matches ``rel`` itself; None when none does.
+        One glob at a time: for messages, never on the hot path."""
+        for glob in self.globs:
+            if PathGlobs((glob,)).match(rel):
+                return glob
+        return None
+
     def match_within(self, rel: str) -> bool:
         """Does it match the path or any folder above it (``a``, ``a/b``, ``a/b/c.py``)?"""
         parts = rel.split("/")
@@ -120,6 +129,7 @@ class IgnoreRule:
     regex: re.Pattern
     negated: bool
     dir_only: bool
+    pattern: str = ""  # the line as written, for messages that name the rule
 
 
 def parse_gitignore(text: str) -> list[IgnoreRule]:
@@ -148,7 +158,7 @@ def parse_gitignore(text: str) -> list[IgnoreRule]:
         anchored = "/" in line  # a slash at the start or in the middle anchors it
         body = glob_to_regex(line.lstrip("/"))
         regex = re.compile(body if anchored else f"(?:.*/)?{body}")
-        rules.append(IgnoreRule(regex, negated, dir_only))
+        rules.append(IgnoreRule(regex, negated, dir_only, raw.rstrip(" ")))
     return rules
 
 
@@ -158,7 +168,13 @@ def gitignored(rules: list[tuple[str, IgnoreRule]], rel: str, is_dir: bool) -> b
     ``rules`` holds (base folder relative to the root, rule) pairs, outer files
     first; the last matching rule wins, as in git.
     """
-    ignored = False
+    hit = last_match(rules, rel, is_dir)
+    return hit is not None and not hit[1].negated
+
+
+def last_match(rules: list[tuple[str, IgnoreRule]], rel: str, is_dir: bool) -> tuple[str, IgnoreRule] | None:
+    """The (base, rule) that decides whether ``rel`` is ignored (see :func:`gitignored`); None if none matches."""
+    found = None
     for base, rule in rules:
         if base:
             if not rel.startswith(base + "/"):
@@ -169,5 +185,5 @@ def gitignored(rules: list[tuple[str, IgnoreRule]], rel: str, is_dir: bool) -> b
         if rule.dir_only and not is_dir:
             continue
         if rule.regex.fullmatch(sub):
-            ignored = not rule.negated
-    return ignored
+            found = (base, rule)
+    return found

@@ -12,9 +12,42 @@ from __future__ import annotations
 
 import bisect
 import difflib
-from typing import Iterator
+import os
+from typing import Iterable, Iterator
 
 Opcode = tuple[str, int, int, int, int]
+
+
+# ---- the names in the headers --------------------------------------------------------
+#
+# `git apply` (and `patch -p1`) take the names after `a/` and `b/` relative to
+# the folder they run in, and refuse names holding `..` or `.` parts or starting
+# with `/`. So a diff names every file from one folder, with no such parts: the
+# current folder when every file lies in it (the usual case, `a/pkg/runner.py`),
+# otherwise the nearest folder holding the current folder and every file
+# (`cgguard fix --diff ../x.py` run in `repo/sub` names `a/x.py`, to apply in
+# `repo`), which the command says on standard error.
+
+
+def diff_base(paths: Iterable[str]) -> str:
+    """The folder a run's diff names its files from (absolute)."""
+    cwd = os.getcwd()
+    full = [os.path.abspath(p) for p in paths]
+    if all(_inside(p, cwd) for p in full):
+        return cwd
+    return os.path.commonpath([cwd, *full])
+
+
+def diff_label(path: str, base: str) -> str:
+    """``path`` as a diff header names it (without the ``a/``/``b/`` prefix): relative
+    to ``base``, in POSIX form."""
+    if path == "-":
+        return path
+    return os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def unified_diff(a: list[str], b: list[str], fromfile: str, tofile: str, n: int = 3) -> Iterator[str]:
