@@ -123,7 +123,13 @@ def find_workarounds(package_dir: str) -> Workarounds:
     worker = os.path.join(package_dir, WORKER)
     parsed = _parse(worker)
     if parsed is None:
-        return Workarounds([], None, None, f"no readable {WORKER} under {package_dir}: nothing confirmed")
+        return Workarounds(
+            [],
+            None,
+            None,
+            f"cannot tell: no {WORKER} (vLLM's start-up code) under {package_dir}, "
+            "so no setting is confirmed to skip the per-token cache",
+        )
     tree, source = parsed
     func = next(
         (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == ENTRY),
@@ -141,7 +147,11 @@ def find_workarounds(package_dir: str) -> Workarounds:
         )
     if func is None or call is None:
         return Workarounds(
-            [], None, None, f"{worker} has no {ENTRY}() calling {PROFILE_CALL}(): nothing confirmed"
+            [],
+            None,
+            None,
+            f"cannot tell: {worker} has no {ENTRY}() that calls {PROFILE_CALL}(), "
+            "so no setting is confirmed to skip the per-token cache",
         )
     parents = _parents(func)
     guards = [n for n in ast.walk(func) if isinstance(n, ast.If) and _in_body(call, n, parents)]
