@@ -182,27 +182,26 @@ def find_workarounds(package_dir: str) -> Workarounds:
     tests = [(_text(g.test, source), g.lineno) for g in guards]
     eager_line = next((line for text, line in tests if "enforce_eager" in text), None)
     graphs_line = next((line for text, line in tests if "cudagraph_mode" in text and "NONE" in text), None)
-    eager_cost = "no CUDA graphs: slower decode"
-    if eager_line is None and graphs_line is not None:
-        where, no_compile = _eager_sets_no_graphs(package_dir)
-        if where is not None:
-            if no_compile:
-                eager_cost = "no CUDA graphs and no torch.compile: slower decode"
-            found.append(
-                Workaround(
-                    setting=_flag(args_text, "--enforce-eager", "enforce_eager"),
-                    effect=f"sets cudagraph_mode to NONE ({where}), so {PROFILE_CALL}() is not called",
-                    cost=eager_cost,
-                    evidence=f"{worker}:{graphs_line}",
-                )
-            )
-    elif eager_line is not None:
+    # Where enforce_eager sets cudagraph_mode to NONE, and whether it turns
+    # torch.compile off there too (its cost either way).
+    eager_sets, no_compile = _eager_sets_no_graphs(package_dir)
+    eager_cost = "no CUDA graphs and no torch.compile: slower decode" if no_compile else "no CUDA graphs: slower decode"
+    if eager_line is not None:
         found.append(
             Workaround(
                 setting=_flag(args_text, "--enforce-eager", "enforce_eager"),
                 effect=f"{PROFILE_CALL}() runs only without enforce_eager",
                 cost=eager_cost,
                 evidence=f"{worker}:{eager_line}",
+            )
+        )
+    elif graphs_line is not None and eager_sets is not None:
+        found.append(
+            Workaround(
+                setting=_flag(args_text, "--enforce-eager", "enforce_eager"),
+                effect=f"sets cudagraph_mode to NONE ({eager_sets}), so {PROFILE_CALL}() is not called",
+                cost=eager_cost,
+                evidence=f"{worker}:{graphs_line}",
             )
         )
     if graphs_line is not None:

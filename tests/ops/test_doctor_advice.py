@@ -111,6 +111,10 @@ def test_the_printed_command_makes_the_next_doctor_run_say_not_affected(tmp_path
         # Doctor names what `cgguard fix TREE` leaves out, where, and why ...
         expected = because.format(root=root, line=line)
         assert f"`cgguard fix {root}` alone would leave out 1: {runner}:{line} ({expected})." in before.stdout
+        if "suppressed" in because:  # no `cgguard fix` form reaches a suppressed line
+            assert command == f"cgguard doctor --path {root} --fix"
+        else:  # settings only: the file named, every configuration file ignored
+            assert command == f"cgguard fix --isolated {runner}"
         # ... which is true: run as is, it changes nothing and doctor still says affected.
         plain = cgguard("fix", str(root))
         assert plain.returncode == 0, plain.stdout + plain.stderr
