@@ -126,7 +126,9 @@ def doctor(path: str | None, fmt: str, sites: tuple[str, ...], fix: bool, unsafe
         if path is not None and sites:
             raise DoctorError("--path and --site cannot be combined")
         if fix and path is None:
-            raise DoctorError("--fix works on a source tree named with --path; an installed vLLM is upgraded, not rewritten")
+            raise DoctorError(
+                "--fix works on a source tree named with --path; an installed vLLM is upgraded, not rewritten"
+            )
         if unsafe_fixes and not fix:
             raise DoctorError("--unsafe-fixes goes with --fix")
         if fix:

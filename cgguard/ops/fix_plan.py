@@ -145,7 +145,9 @@ def plan_fix(root: str, findings: list[Finding]) -> FixPlan:
         settings = resolve(start=root)
     except ConfigError as exc:
         settings = None
-        plan.left_out = [LeftOut(f, "config error", f"`{plain}` stops at a configuration error: {exc}") for f in fixable]
+        plan.left_out = [
+            LeftOut(f, "config error", f"`{plain}` stops at a configuration error: {exc}") for f in fixable
+        ]
     if settings is not None:
         # The very check `cgguard fix TREE` starts with.
         run = check_paths([root], make_filter(settings), settings=settings)

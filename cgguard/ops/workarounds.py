@@ -223,7 +223,7 @@ def find_workarounds(package_dir: str) -> Workarounds:
         found.append(
             Workaround(
                 setting=f"{_flag(args_text, '--max-cudagraph-capture-size', 'max_cudagraph_capture_size')} N",
-                effect="the profiling cache takes N blocks (the per-token count above is the capture size)",
+                effect="the profiling cache takes at most N blocks (the per-token count above is the capture size)",
                 cost="batches of more than N tokens run without CUDA graphs",
                 evidence=eager_above,
             )

@@ -245,7 +245,7 @@ def test_workarounds_are_read_from_the_trees_own_startup_code(tmp_path, buggy_ru
         f"({worker}:{gate_line})",
         """  --compilation-config '{"cudagraph_mode": "NONE"}': profile_cudagraph_memory() runs only when """
         f"cudagraph_mode is not NONE. Cost: no CUDA graphs: slower decode. ({worker}:{gate_line})",
-        "  --max-cudagraph-capture-size N: the profiling cache takes N blocks (the per-token count above is the "
+        "  --max-cudagraph-capture-size N: the profiling cache takes at most N blocks (the per-token count above is the "
         f"capture size). Cost: batches of more than N tokens run without CUDA graphs. ({dispatcher}:{dispatch_line})",
     ]
     out = json.loads(
@@ -308,3 +308,48 @@ def test_without_startup_code_nothing_is_claimed(tmp_path, buggy_runner_text):
         f"Without a code change: cannot tell: no v1/worker/gpu_worker.py (vLLM's start-up code) under {root / 'vllm'}, "
         "so no setting is confirmed to skip the per-token cache." in proc.stdout
     )
+
+
+SMALL_RUNNER = (
+    "class GPUModelRunner:\n"
+    "    def _init_minimal_kv_cache_for_profiling(self):\n"
+    "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1{comment}\n"
+    "        return min_blocks\n"
+)
+
+
+def test_excluded_and_suppressed_together_take_doctor_fix(tmp_path):
+    root = tmp_path / "fork"
+    (root / "legacy").mkdir(parents=True)
+    (root / "legacy" / "a.py").write_text(SMALL_RUNNER.format(comment=""))
+    (root / "b.py").write_text(SMALL_RUNNER.format(comment="  # noqa"))
+    (root / "pyproject.toml").write_text('[tool.cgguard]\nexclude = ["legacy"]\n')
+    before = cgguard("doctor", "--path", str(root))
+    assert before.returncode == 1
+    assert "AFFECTED: 2 per-token profiling block counts" in before.stdout
+    [command] = COMMAND.findall(before.stdout)
+    assert command == f"cgguard doctor --path {root} --fix"
+    assert (
+        f"`cgguard fix {root}` alone would leave out 2: {root}/b.py:3 (suppressed by `# noqa` on line 3); "
+        f'{root}/legacy/a.py:3 (excluded by `exclude = ["legacy"]` in {root}/pyproject.toml).'
+    ) in before.stdout
+    done = run_printed(command, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Fixed 2 per-token counts; diagnosing again." in done.stderr
+    assert "Not affected" in done.stdout
+    assert cgguard("doctor", "--path", str(root)).returncode == 0
+
+
+def test_a_broken_config_is_gone_around_with_isolated(tmp_path):
+    root = tmp_path / "fork"
+    root.mkdir()
+    (root / "r.py").write_text(SMALL_RUNNER.format(comment=""))
+    (root / "pyproject.toml").write_text("[tool.cgguard]\nbogus = 1\n")
+    assert cgguard("fix", str(root)).returncode == 2  # what a plain fix does here
+    before = cgguard("doctor", "--path", str(root))
+    assert before.returncode == 1
+    [command] = COMMAND.findall(before.stdout)
+    assert command == f"cgguard fix --isolated {root}/r.py"
+    assert f"{root}/r.py:3 (`cgguard fix {root}` stops at a configuration error: " in before.stdout
+    assert run_printed(command, cwd=tmp_path).returncode == 0
+    assert cgguard("doctor", "--path", str(root)).returncode == 0
