@@ -70,7 +70,10 @@ def _render_text(d: Diagnosis) -> str:
             f"in {d.files_checked} file{plural} checked:"
         )
     elif d.nothing_checked:
-        lines.append(f"No answer: no Python file was checked in {d.location}.")
+        lines.append(
+            f"No answer: no per-token profiling block count in 0 files checked, because no Python file "
+            f"was found in {d.location}."
+        )
     elif d.affected is None:
         lines.append(
             f"No answer: no per-token profiling block count in {d.files_checked} file{plural} checked, "

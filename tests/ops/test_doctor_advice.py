@@ -187,7 +187,10 @@ def test_empty_folder_is_no_answer_not_a_clean_bill(tmp_path):
     proc = cgguard("doctor", "--path", str(empty))
     assert proc.returncode == 2
     assert "Not affected" not in proc.stdout
-    assert f"No answer: no Python file was checked in {empty}." in proc.stdout
+    assert (
+        f"No answer: no per-token profiling block count in 0 files checked, because no Python file was found "
+        f"in {empty}." in proc.stdout
+    )
     assert "Nothing was checked" in proc.stdout
     out = json.loads(cgguard("doctor", "--path", str(empty), "--format", "json").stdout)
     assert out["affected"] is None and out["files_checked"] == 0
