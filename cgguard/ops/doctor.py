@@ -12,18 +12,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from cgguard.ops.fix_plan import FixPlan, plan_fix
 from cgguard.ops.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status
 from cgguard.ops.installed import InstalledVllm, find_installed_vllm
+from cgguard.ops.workarounds import Workarounds, find_workarounds
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
 from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.run import check_paths
+from cgguard.static.workflow.discovery import Skip
 
 AFFECTING_CODE = "CGG001"  # per-token block count; CGG002 (max()) is a review note
 
 
 class DoctorError(Exception):
     """Doctor cannot answer (no vLLM, no such folder): one line for the user."""
+
+
+class NoVllm(DoctorError):
+    """No installed distribution provides vLLM: there is nothing for the guard to guard."""
 
 
 def version_text(v: tuple[int, int, int]) -> str:
@@ -77,21 +84,34 @@ class Diagnosis:
     guard: GuardStatus
     others: list[InstalledVllm] = field(default_factory=list)
     advice: str = ""
+    plan: FixPlan | None = None  # a source tree's fix (``source == "path"``, when affected)
+    workarounds: Workarounds | None = None  # when affected
 
     @property
-    def affected(self) -> bool:
-        return any(f.code == AFFECTING_CODE for f in self.findings)
+    def affected(self) -> bool | None:
+        """True with a per-token count; None when there is no answer (a file that
+        could not be checked, or nothing checked at all); False otherwise."""
+        if any(f.code == AFFECTING_CODE for f in self.findings):
+            return True
+        if self.errors or self.files_checked == 0:
+            return None
+        return False
 
     @property
     def in_affected_releases(self) -> bool | None:
         return in_affected_releases(self.vllm_version)
+
+    @property
+    def nothing_checked(self) -> bool:
+        """No file was checked and none failed: the path holds no Python file doctor takes."""
+        return self.files_checked == 0 and all(isinstance(e, Skip) for e in self.errors)
 
     def exit_code(self) -> int:
         # Affected is a definite answer even if some file could not be read; without
         # a finding, an unreadable file leaves the answer open (2).
         if self.affected:
             return 1
-        return 2 if self.errors else 0
+        return 2 if self.affected is None else 0
 
     def to_json(self) -> dict:
         return {
@@ -109,6 +129,8 @@ class Diagnosis:
             ],
             "errors": [{"path": e.path, "reason": e.reason} for e in self.errors],
             "guard": self.guard.to_json(),
+            "fix": self.plan.to_json() if self.plan is not None else None,
+            "workarounds": self.workarounds.to_json() if self.workarounds is not None else None,
             "other_distributions": [
                 {"name": d.name, "version": d.version, "location": d.package_dir} for d in self.others
             ],
@@ -117,18 +139,47 @@ class Diagnosis:
 
 
 def _lint(paths: Sequence[str]) -> tuple[int, list[Finding], list[FileError]]:
+    # Default settings, no suppressions: doctor counts what vLLM runs, whatever a
+    # tree's config or comments say (the fix plan says what `cgguard fix` skips).
     run = check_paths(paths)
     # A path with nothing to check (a folder without Python files) is a warning for
     # `cgguard check`; for doctor it leaves the answer open, as an error does.
-    skipped = [FileError(r.path, r.skipped) for r in run.skipped]
+    skipped = [Skip(r.path, r.skipped) for r in run.skipped]
     return run.checked, run.findings, run.errors + skipped
+
+
+def _package_dir(root: str) -> str:
+    """vLLM's package folder in a source checkout (``root/vllm``), else ``root``."""
+    inner = os.path.join(root, "vllm")
+    return inner if os.path.isdir(inner) else root
+
+
+def fix_tree(root: str, *, unsafe: bool) -> tuple[int, list[FileError]]:
+    """Fix every per-token count doctor counts under ``root``, those a config
+    excludes or a comment suppresses too (``doctor --path ROOT --fix``).
+
+    Returns (counts fixed, errors). Only the files holding such a count are
+    rewritten, by `cgguard fix`'s own machinery (atomic, re-checked, byte-exact).
+    """
+    from cgguard.static.driver.run import fix_paths
+    from cgguard.static.workflow.config import Settings
+
+    if not os.path.isdir(root):
+        raise DoctorError(f"{root}: no such directory")
+    _, findings, _ = _lint([root])
+    files = sorted({f.path for f in findings if f.code == AFFECTING_CODE and f.fix is not None})
+    if not files:
+        return 0, []
+    # Named files under default settings, no finding filter: nothing is left out.
+    run = fix_paths(files, None, write=True, unsafe=unsafe, settings=Settings())
+    return run.fixed, run.errors
 
 
 def diagnose_installed(search_path: Sequence[str] | None = None) -> Diagnosis:
     """Diagnose the vLLM this Python would import (``search_path``: sys.path by default)."""
     installed = find_installed_vllm(search_path)
     if not installed:
-        raise DoctorError(
+        raise NoVllm(
             "no installed distribution provides the `vllm` package here; run doctor with the "
             "Python that runs vLLM, or point it at a source checkout with --path DIR"
         )
@@ -154,6 +205,8 @@ def diagnose_installed(search_path: Sequence[str] | None = None) -> Diagnosis:
         guard=guard_status(search_path),
         others=[d for d in installed if d is not main],
     )
+    if diagnosis.affected and main.package_dir is not None:
+        diagnosis.workarounds = find_workarounds(main.package_dir)
     diagnosis.advice = advise(diagnosis)
     return diagnosis
 
@@ -173,6 +226,9 @@ def diagnose_path(root: str) -> Diagnosis:
         errors=errors,
         guard=guard_status(),
     )
+    if diagnosis.affected:
+        diagnosis.plan = plan_fix(root, findings)
+        diagnosis.workarounds = find_workarounds(_package_dir(root))
     diagnosis.advice = advise(diagnosis)
     return diagnosis
 
@@ -197,12 +253,38 @@ def _guard_advice(guard: GuardStatus) -> str:
     )
 
 
+def _where(f: Finding) -> str:
+    return f"{f.path}:{f.line}"
+
+
+def _plan_advice(plan: FixPlan) -> list[str]:
+    """What to run on a source tree, what `cgguard fix TREE` alone leaves out, and what
+    only a hand edit fixes."""
+    parts: list[str] = []
+    if plan.command is not None:
+        n = len(plan.fixes)
+        parts.append(
+            f"Run `{plan.command}` (it fixes {n} per-token count{'s' if n != 1 else ''}) and rebuild."
+        )
+        if plan.left_out:
+            listed = "; ".join(f"{_where(x.finding)} ({x.why})" for x in plan.left_out)
+            parts.append(f"`{plan.plain_command}` alone would leave out {len(plan.left_out)}: {listed}.")
+        if plan.unsafe:
+            parts.append(
+                f"{len(plan.unsafe)} of these fixes {'is' if len(plan.unsafe) == 1 else 'are'} marked unsafe "
+                "(the request count is assumed): review the change."
+            )
+    for f in plan.by_hand:
+        parts.append(f"No automatic fix for {_where(f)}: edit it by hand ({f.message}).")
+    return parts
+
+
 def advise(d: Diagnosis) -> str:
     parts: list[str] = []
     fixed = version_text(FIRST_FIXED)
     if d.affected:
         if d.source == "path":
-            parts.append(f"Run `cgguard fix {d.location}` on this source tree and rebuild.")
+            parts.extend(_plan_advice(d.plan) if d.plan is not None else [])
         elif d.in_affected_releases:
             parts.append(
                 f"Upgrade vLLM to {fixed} or later (upstream fix, vLLM PR #48483); on a fork of it, "
@@ -216,14 +298,19 @@ def advise(d: Diagnosis) -> str:
             )
         parts.append(_guard_advice(d.guard))
         parts.append("`cgguard estimate MODEL_DIR` shows how much memory is at stake.")
-    else:
-        if d.errors:
+    elif d.affected is None:
+        if d.nothing_checked:
             parts.append(
-                f"No per-token block count found, but {len(d.errors)} file(s) could not be checked: "
-                "the answer is incomplete."
+                f"Nothing was checked: no Python file in {d.location} (none found, or all excluded). "
+                "Point --path at the folder that holds vLLM's source (the one with vllm/ in it)."
             )
         else:
-            parts.append("Not affected: nothing to do.")
+            parts.append(
+                f"No per-token block count found, but {len(d.errors)} file(s) could not be checked: "
+                "no answer."
+            )
+    else:
+        parts.append("Not affected: nothing to do.")
         if d.in_affected_releases:
             parts.append(
                 f"Version {d.vllm_version} lies in the affected releases ({AFFECTED_RELEASES}) but its "
@@ -234,6 +321,8 @@ def advise(d: Diagnosis) -> str:
             "Review the CGG002 findings: `max()` with the capture size still grows with the token count "
             "(`cgguard rule CGG002`)."
         )
+    if d.guard.allow_list_problem:
+        parts.append(d.guard.allow_list_problem + ".")
     if d.guard.mode_problem:
         parts.append(d.guard.mode_problem + ".")
     return " ".join(parts)

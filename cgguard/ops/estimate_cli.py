@@ -31,18 +31,32 @@ from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
 
 def _parse_capture_sizes(text: str) -> int:
-    """``"1,2,4,8"`` -> 8: the profiling cache follows the largest captured size."""
+    """``"1,2,4,8"`` -> 8: the profiling cache follows the largest captured size.
+
+    Every comma-separated entry must be a positive integer: an empty list, an empty
+    entry (``"1,,2"``, a trailing comma) or anything else is an error, never skipped.
+    """
+    if not text.strip():
+        raise EstimateError("--cudagraph-capture-sizes: no sizes given (expected N,N,..., e.g. 1,2,4,8)")
     sizes = []
     for part in text.split(","):
         part = part.strip()
         if not part:
-            continue
-        if not part.isdigit() or int(part) <= 0:
+            raise EstimateError(f"--cudagraph-capture-sizes: {text!r} has an empty entry (expected N,N,...)")
+        if not (part.isascii() and part.isdigit()) or int(part) <= 0:
             raise EstimateError(f"--cudagraph-capture-sizes: {part!r} is not a positive integer")
         sizes.append(int(part))
-    if not sizes:
-        raise EstimateError("--cudagraph-capture-sizes: no sizes given")
     return max(sizes)
+
+
+def _check_tensor_parallel(shape: ModelShape, tp: int) -> None:
+    """Refuse a tensor-parallel size vLLM refuses (ModelConfig.verify_with_parallel_config)."""
+    heads = shape.num_attention_heads
+    if heads is not None and heads % tp:
+        raise EstimateError(
+            f"--tensor-parallel-size {tp}: total number of attention heads ({heads}) must be divisible by "
+            f"tensor parallel size ({tp}), as vLLM requires ({shape.config_path})"
+        )
 
 
 def _shape_text(shape: ModelShape, tp: int) -> str:
@@ -112,8 +126,9 @@ def estimate(
     try:
         if max_cudagraph_capture_size is not None and cudagraph_capture_sizes is not None:
             raise EstimateError("give --max-cudagraph-capture-size or --cudagraph-capture-sizes, not both")
-        listed_capture = _parse_capture_sizes(cudagraph_capture_sizes) if cudagraph_capture_sizes else None
+        listed_capture = _parse_capture_sizes(cudagraph_capture_sizes) if cudagraph_capture_sizes is not None else None
         shape = load_model_shape(model_dir)
+        _check_tensor_parallel(shape, tensor_parallel_size)
         kv = resolve_kv_dtype(kv_cache_dtype, model_dtype, shape)
     except (ConfigError, EstimateError) as exc:
         click.echo(f"cgguard estimate: error: {exc}", err=True)

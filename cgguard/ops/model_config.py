@@ -41,6 +41,9 @@ class ModelShape:
     num_layers: int
     mla: bool  # DeepSeek-style multi-head latent attention
     num_kv_heads: int | None  # standard / grouped-query attention only
+    # Query heads (num_attention_heads): vLLM refuses a tensor-parallel size that
+    # does not divide them. None when an MLA config does not state them.
+    num_attention_heads: int | None
     head_dim: int | None
     kv_lora_rank: int | None  # MLA only
     qk_rope_head_dim: int | None
@@ -186,6 +189,7 @@ def load_model_shape(model_dir: str) -> ModelShape:
             if section is not None else (),
             mla=True,
             num_kv_heads=None,
+            num_attention_heads=fields.positive_int("num_attention_heads", "n_head", required=False),
             head_dim=None,
             kv_lora_rank=fields.positive_int("kv_lora_rank"),
             qk_rope_head_dim=fields.positive_int("qk_rope_head_dim"),
@@ -218,6 +222,7 @@ def load_model_shape(model_dir: str) -> ModelShape:
     return ModelShape(
         mla=False,
         num_kv_heads=num_kv_heads,
+        num_attention_heads=num_heads,
         head_dim=head_dim,
         kv_lora_rank=None,
         qk_rope_head_dim=None,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cgguard.ops.doctor_cli import doctor
-from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, cli_runner, run_cgguard
+from tests.conftest import PRE_FIX_RUNNER_EXPR, REPO, UPSTREAM_FIXED_RUNNER_EXPR, cli_runner, run_cgguard
 
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 
@@ -67,8 +67,11 @@ def install_fake_vllm(site: Path, name: str, version: str, runner_text: str, *, 
 
 
 def clean_env(**extra: str) -> dict:
+    """No inherited guard settings; the cgguard under test (this checkout) on the path,
+    after a ``PYTHONPATH`` given (a site folder with a fake vLLM comes first)."""
     env = {k: v for k, v in os.environ.items() if k not in ("CGGUARD_MODE", "VLLM_PLUGINS", "PYTHONPATH")}
     env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (extra.get("PYTHONPATH"), str(REPO)) if p)
     return env
 
 
@@ -215,9 +218,26 @@ def test_no_vllm_installed_is_an_error(tmp_path):
         assert "no installed distribution provides the `vllm` package" in result.stderr
         assert "Traceback" not in result.output
     out = json.loads(result.stdout)
-    assert (out["vllm_version"], out["affected"], out["findings"]) == (None, False, [])
+    assert (out["vllm_version"], out["affected"], out["findings"]) == (None, None, [])
     assert out["error"] == out["advice"] == result.stderr.split("error: ", 1)[1].strip()
     assert out["guard"]["plugin_registered"] is False  # nothing at all is installed in that folder
+    assert out["guard"]["active"] is False
+
+
+def test_no_vllm_but_cgguard_registered_is_not_an_active_guard(tmp_path):
+    # cgguard's plugin is registered in the folder doctor searches, but no vLLM is
+    # there: nothing would load the plugin, so the guard is not called active.
+    site = tmp_path / "site"
+    info = site / "cgguard-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cgguard\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text("[vllm.general_plugins]\ncgguard = cgguard.runtime.plugin:register\n")
+    result = cli_runner().invoke(doctor, ["--site", str(site), "--format", "json"], env={"CGGUARD_MODE": "fix"})
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["affected"] is None
+    assert out["guard"]["plugin_registered"] is True and out["guard"]["mode"] == "fix"
+    assert out["guard"]["active"] is False and out["guard"]["vllm_found"] is False
 
 
 def test_path_on_a_source_checkout_then_fix(tmp_path, buggy_runner_text):
@@ -258,6 +278,9 @@ def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
     result = cli_runner().invoke(doctor, ["--path", str(root), "--format", "json"])
     assert result.exit_code == 2
     out = json.loads(result.stdout)
-    assert out["affected"] is False and [e["path"] for e in out["errors"]] == [str(root / "vllm" / "broken.py")]
+    assert out["affected"] is None and [e["path"] for e in out["errors"]] == [str(root / "vllm" / "broken.py")]
     assert "could not be checked" in out["advice"]
+    text = cli_runner().invoke(doctor, ["--path", str(root)])
+    assert text.exit_code == 2
+    assert "Not affected" not in text.stdout and "No answer:" in text.stdout
     assert f"{root / 'vllm' / 'broken.py'}: error: syntax error" in result.stderr

@@ -236,7 +236,7 @@ def test_bad_config_names_the_field_and_exits_2(tmp_path, config, message):
     [
         (["--max-cudagraph-capture-size", "512", "--cudagraph-capture-sizes", "1,2"], "not both"),
         (["--cudagraph-capture-sizes", "1,x"], "--cudagraph-capture-sizes: 'x' is not a positive integer"),
-        (["--cudagraph-capture-sizes", ","], "--cudagraph-capture-sizes: no sizes given"),
+        (["--cudagraph-capture-sizes", ","], "--cudagraph-capture-sizes: ',' has an empty entry"),
     ],
 )
 def test_bad_options_exit_2(tmp_path, args, message):
@@ -244,6 +244,46 @@ def test_bad_options_exit_2(tmp_path, args, message):
     result = _runner().invoke(estimate, [str(d), *args])
     assert result.exit_code == 2
     assert message in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "sizes, message",
+    [
+        ("", "no sizes given"),
+        ("  ", "no sizes given"),
+        (",", "',' has an empty entry"),
+        ("1,,2", "'1,,2' has an empty entry"),
+        ("1,2,", "'1,2,' has an empty entry"),
+        ("a,b", "'a' is not a positive integer"),
+        ("0", "'0' is not a positive integer"),
+        ("-8", "'-8' is not a positive integer"),
+        ("8,-1", "'-1' is not a positive integer"),
+        ("1.5", "'1.5' is not a positive integer"),
+    ],
+)
+def test_malformed_capture_size_list_is_one_error_line(tmp_path, sizes, message):
+    d = model(tmp_path, LLAMA3_8B)
+    proc = run_cgguard("estimate", str(d), "--cudagraph-capture-sizes", sizes)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == f"cgguard estimate: error: --cudagraph-capture-sizes: {message}" + (
+        " (expected N,N,..., e.g. 1,2,4,8)\n" if message == "no sizes given" else
+        " (expected N,N,...)\n" if "empty entry" in message else "\n"
+    )
+
+
+@pytest.mark.parametrize("config, tp, heads", [(LLAMA3_8B, 3, 32), (LLAMA3_8B, 64, 32), (DEEPSEEK_V3, 3, 128)])
+def test_tensor_parallel_size_vllm_refuses_is_refused(tmp_path, config, tp, heads):
+    # vLLM's ModelConfig.verify_with_parallel_config: "Total number of attention heads
+    # (X) must be divisible by tensor parallel size (Y)."
+    d = model(tmp_path, config)
+    proc = run_cgguard("estimate", str(d), "--tensor-parallel-size", str(tp))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == (
+        f"cgguard estimate: error: --tensor-parallel-size {tp}: total number of attention heads ({heads}) "
+        f"must be divisible by tensor parallel size ({tp}), as vLLM requires ({d / 'config.json'})\n"
+    )
 
 
 def test_missing_model_dir_and_missing_config(tmp_path):
