@@ -123,3 +123,16 @@ def test_work_the_child_leaves_to_the_parent_is_done_there_in_order(monkeypatch)
     assert all(pid == parent for x, pid in results if x % 7 == 0)
     assert len({pid for _, pid in results}) == 2
     assert not parallel.in_child()
+
+
+def test_many_small_files_left_fit_the_pipe(monkeypatch):
+    """Tens of thousands of items left when the share starts: claimed in batches whose
+    numbers fit the pipe's buffer, every result back in its place."""
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    n = 40_000
+    weight = parallel.MIN_SHARED_BYTES // 30_000  # the share starts after ~30,000 screened items
+    results = parallel.map_files(lambda x: parallel.Later(x, weight), lambda x, p: (x, os.getpid()), list(range(n)))
+    assert [x for x, _ in results] == list(range(n))
+    assert len({pid for _, pid in results}) == 2

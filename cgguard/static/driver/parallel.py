@@ -2,27 +2,30 @@
 
 A run over a tree has two parts of very different cost. The byte screen (read a
 file, look for a capture-size substring) settles almost every file in
-microseconds; it runs here, in one process, over every file. Only then is the
-real work known: the files it leaves (decode, cut, Python's parse, maybe libcst).
-That work is shared with one forked child when all of these hold:
+microseconds. What it leaves (decode, cut, Python's parse, maybe libcst) is the
+real work, and only the screen tells how much there is. So one process screens
+the files in order, adding up the text they leave; the first time that reaches
+:data:`MIN_SHARED_BYTES` it decides, once, whether to fork one child to share
+what is left (the files it left so far, biggest first, then the files not yet
+screened). It forks when all of these hold:
 
 - ``os.fork`` exists and ``CGGUARD_JOBS`` is not ``1``;
-- at least two files and :data:`MIN_SHARED_BYTES` of their text are left: below
-  that the fork (a few milliseconds, and a share the child may hand back) costs
-  about what it saves, so a pre-commit run, a plugin tree with nothing to parse or
-  a tree holding one big file stays in one process;
 - two CPUs are usable (affinity, cgroup quota) and one of them is idle now (the
   runnable tasks in ``/proc/loadavg``): a child that takes turns with another
-  process's work on the only other core does not help the parent, it competes.
+  process's work on the only other core does not help the parent, it competes;
+- at least two items are left to share.
 
-``CGGUARD_JOBS=2`` shares whenever two files are left (tests; measuring the split).
+Below the threshold (a pre-commit run, a plugin tree with nothing to parse, a
+tree whose capture sizes sit in a few small files) the fork would cost about what
+it saves: the run stays in one process, exactly as with ``CGGUARD_JOBS=1``.
+``CGGUARD_JOBS=2`` shares whenever two items are left (tests; measuring the split).
 
-The two processes claim items from a shared pipe of item numbers, biggest first
-(a pipe read of one 4-byte record is atomic), so the few expensive files do not
-pile up on one side. The child leaves all libcst work to the parent
-(:class:`ParentOnly`): libcst is imported once per run, where the first scope needs
-parsing, never up front. A child that fails in any way is not trusted: whatever it
-did not send back is redone in the parent, so the result never depends on it.
+The two processes claim work from a shared pipe of batch numbers (a pipe read of
+one 4-byte record is atomic), so the few expensive files do not pile up on one
+side. The child leaves all libcst work to the parent (:class:`ParentOnly`):
+libcst is imported once per run, where the first scope needs parsing, never up
+front. A child that fails in any way is not trusted: whatever it did not send
+back is redone in the parent, so the result never depends on it.
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ T = TypeVar("T")
 R = TypeVar("R")
 P = TypeVar("P")
 
-# Text left after the byte screen (characters, summed over files) below which one
-# process is faster. Python's parse and the screen of a cut function cost about
-# 0.06 s per MB of such text on one quiet core, the fork and the results' way back
-# about 5 ms: the child's half of 256 KiB is worth about two forks.
+# Text the byte screen leaves (characters, summed over files) from which a second
+# process pays. Python's parse and the screen of a cut function cost about 0.06 s per
+# MB of such text on one quiet core, the fork and the results' way back about 5 ms:
+# the child's half of 256 KiB is worth about two forks (and on a tree that reaches it,
+# the rest of the screen is shared too).
 MIN_SHARED_BYTES = 256 * 1024
+BATCH = 8  # files not yet screened are claimed this many at a time
 _IN_CHILD = False
 _RECORD = 4  # bytes per item number in the pipe
 _PIPE_ROOM = 60_000  # stay under the pipe's 64 KiB so the pre-fill never blocks
@@ -69,33 +74,37 @@ def in_child() -> bool:
 def map_files(
     screen: Callable[[T], "R | Later[P]"], work: Callable[[T, P], R], items: list[T]
 ) -> list[R]:
-    """``screen(x)`` for every item, here; ``work(x, payload)`` for those it leaves
-    (a :class:`Later`), shared with a forked child when that pays. Results keep the
-    items' order."""
+    """``screen(x)`` for every item and ``work(x, payload)`` for those it leaves (a
+    :class:`Later`); shared with a forked child from the point where that pays.
+    Results keep the items' order."""
     done: dict[int, R] = {}
     left: list[tuple[int, P, int]] = []  # (index, payload, weight)
+    weight = 0
+    decided = False
+    threshold = 0 if os.environ.get("CGGUARD_JOBS") == "2" else MIN_SHARED_BYTES
     for i, item in enumerate(items):
         out = screen(item)
-        if isinstance(out, Later):
-            left.append((i, out.payload, out.weight))
-        else:
+        if not isinstance(out, Later):
             done[i] = out
-    if left and _share(left):
-        done.update(_shared(work, items, left))
-    else:
-        for i, payload, _ in left:
-            done[i] = work(items[i], payload)
-    return [done[i] for i in range(len(items))]
+            continue
+        left.append((i, out.payload, out.weight))
+        weight += out.weight
+        if not decided and weight >= threshold:
+            decided = True  # once: the load is read once, and a run never forks twice
+            if _share(len(left) + len(items) - i - 1):
+                done.update(_shared(screen, work, items, left, i + 1))
+                return [done[k] for k in range(len(items))]
+    for i, payload, _ in left:
+        done[i] = work(items[i], payload)
+    return [done[k] for k in range(len(items))]
 
 
-def _share(left: list[tuple[int, object, int]]) -> bool:
+def _share(items_left: int) -> bool:
     jobs = os.environ.get("CGGUARD_JOBS")
-    if jobs == "1" or len(left) < 2 or not hasattr(os, "fork"):
+    if jobs == "1" or items_left < 2 or not hasattr(os, "fork"):
         return False
     if jobs == "2":
         return True
-    if sum(w for _, _, w in left) < MIN_SHARED_BYTES:
-        return False
     cpus = usable_cpus()
     return cpus >= 2 and busy_cpus() <= cpus - 2
 
@@ -130,28 +139,48 @@ def busy_cpus() -> int:
     return max(0, running - 1)
 
 
-def _shared(work: Callable[[T, P], R], items: list[T], left: list[tuple[int, P, int]]) -> dict[int, R]:
-    """``work`` over ``left``, claimed item by item by this process and one forked child."""
+_UNSCREENED = object()
+
+
+def _shared(
+    screen: Callable[[T], "R | Later[P]"],
+    work: Callable[[T, P], R],
+    items: list[T],
+    left: list[tuple[int, P, int]],
+    unscreened: int,
+) -> dict[int, R]:
+    """The files ``left`` by the screen and those from ``unscreened`` on, done by this
+    process and one forked child; results by item index."""
     import pickle  # only here: a run that stays in one process never pays for it
 
-    order = sorted(left, key=lambda x: -x[2])  # biggest first: the last claims are the small ones
-    n = len(order)
-    if n * _RECORD > _PIPE_ROOM:  # batches of consecutive items, so the pre-fill never blocks
-        batch = -(-n * _RECORD // _PIPE_ROOM)
-    else:
-        batch = 1
+    # Units of work: the screened files biggest first (the last claims are the small
+    # ones), then the files not yet screened, in order.
+    units: list[tuple[int, object]] = [(i, p) for i, p, _ in sorted(left, key=lambda x: -x[2])]
+    units += [(i, _UNSCREENED) for i in range(unscreened, len(items))]
+    n, m = len(units), len(left)
+    # One screened file per claim, files not yet screened BATCH at a time; more per
+    # claim when the numbers would not fit the pipe (half its room for each kind).
+    screened_batch = max(1, -(-m * _RECORD // (_PIPE_ROOM // 2)))
+    batch = max(BATCH, -(-(n - m) * _RECORD // (_PIPE_ROOM // 2)))
+    bounds = [(k, min(m, k + screened_batch)) for k in range(0, m, screened_batch)]
+    bounds += [(k, min(n, k + batch)) for k in range(m, n, batch)]
     tokens_r, tokens_w = os.pipe()
-    os.write(tokens_w, b"".join(b.to_bytes(_RECORD, "little") for b in range(-(-n // batch))))
+    os.write(tokens_w, b"".join(b.to_bytes(_RECORD, "little") for b in range(len(bounds))))
     os.close(tokens_w)  # once drained, reads return b"": the end of the work
 
-    # Items the child leaves to the parent (ParentOnly) come back at once through
+    def run(u: int) -> R:
+        i, payload = units[u]
+        if payload is _UNSCREENED:
+            out = screen(items[i])
+            if not isinstance(out, Later):
+                return out
+            payload = out.payload
+        return work(items[i], payload)
+
+    # Units the child leaves to the parent (ParentOnly) come back at once through
     # their own pipe, so the parent does them while the child still works.
     left_r, left_w = os.pipe()
     pending = bytearray()
-
-    def run(k: int) -> R:
-        i, payload, _ = order[k]
-        return work(items[i], payload)
 
     def take_left(block: bool) -> list[int]:
         os.set_blocking(left_r, block)
@@ -174,21 +203,21 @@ def _shared(work: Callable[[T, P], R], items: list[T], left: list[tuple[int, P, 
         done: dict[int, R] = {}
         while True:
             if not child:
-                for k in take_left(block=False):
-                    done[k] = run(k)
+                for u in take_left(block=False):
+                    done[u] = run(u)
             record = os.read(tokens_r, _RECORD)
             if len(record) < _RECORD:
                 return done
-            first = int.from_bytes(record, "little") * batch
-            for k in range(first, min(n, first + batch)):
+            first, last = bounds[int.from_bytes(record, "little")]
+            for u in range(first, last):
                 try:
-                    done[k] = run(k)
+                    done[u] = run(u)
                 except ParentOnly:
-                    os.write(left_w, k.to_bytes(_RECORD, "little"))  # the parent does it
+                    os.write(left_w, u.to_bytes(_RECORD, "little"))  # the parent does it
 
     results_r, results_w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: claim items, send them back, leave without cleanup handlers
+    if pid == 0:  # the child: claim work, send it back, leave without cleanup handlers
         global _IN_CHILD
         _IN_CHILD = True
         code = 1
@@ -206,8 +235,8 @@ def _shared(work: Callable[[T, P], R], items: list[T], left: list[tuple[int, P, 
     os.close(left_w)
     done = claim(child=False)
     os.close(tokens_r)
-    for k in take_left(block=True):  # until the child closes its end
-        done[k] = run(k)
+    for u in take_left(block=True):  # until the child closes its end
+        done[u] = run(u)
     os.close(left_r)
     with os.fdopen(results_r, "rb") as inp:
         payload = inp.read()
@@ -218,4 +247,4 @@ def _shared(work: Callable[[T, P], R], items: list[T], left: list[tuple[int, P, 
         except Exception:  # noqa: BLE001 - a broken child's share is simply redone
             theirs = {}
         done.update(theirs)
-    return {order[k][0]: done[k] if k in done else run(k) for k in range(n)}
+    return {units[u][0]: done[u] if u in done else run(u) for u in range(n)}
