@@ -459,6 +459,10 @@ def _jobs_env(jobs: str | None) -> dict[str, str]:
     return env
 
 
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
 DEFAULT_JOBS = "default: CGGUARD_JOBS unset"
 ONE_JOB = "CGGUARD_JOBS=1"
 BUSY = "one core busy"
@@ -468,7 +472,7 @@ def default_vs_one_job_rows(c: Corpora, cg: list[str], busy: bool) -> list[Row]:
     """cgguard on each tree by default and in one process (issue 17), and with ``busy``
     the same again beside a process spinning on one core."""
     trees = [("tree", "whole tree", c.buggy),
-             ("plugin", f"plugin-like tree ({c.plugin_files} files, nothing to parse)", c.plugin)]
+             ("plugin", f"plugin-like tree ({_files(c.plugin_files)}, nothing to parse)", c.plugin)]
     rows: list[Row] = []
     for spin in (False, True) if busy else (False,):
         for name, label, folder in trees:
@@ -861,7 +865,7 @@ def report(
         out.append(f"{BUSY.capitalize()}: a second Python process spins (`while True: pass`, pinned to CPU "
                    f"{spin_cpu()}) from before the first to after the last such row of each round.")
     if by_key.get("cg_plugin"):
-        out.append(f"Plugin-like tree: the {c.plugin_files} files of the corpus's `{c.plugin_from}` that hold no "
+        out.append(f"Plugin-like tree: the {_files(c.plugin_files)} of the corpus's `{c.plugin_from}` holding no "
                    "capture size (a stand-in for a hardware "
                    "plugin's tree, such as vllm-ascend, where cgguard parses nothing).")
     if clean:

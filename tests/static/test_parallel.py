@@ -37,8 +37,14 @@ def test_screened_items_never_reach_the_work_and_keep_their_place(monkeypatch):
         assert x % 3 == 0 and payload == f"text{x}"
         return ("worked", x)
 
-    results = parallel.map_files(screen, work, list(range(300)))
-    assert results == [("worked", x) if x % 3 == 0 else ("screened", x) for x in range(300)]
+    expected = [("worked", x) if x % 3 == 0 else ("screened", x) for x in range(300)]
+    assert parallel.map_files(screen, work, list(range(300))) == expected
+    # The same when the run stays in one process: after the decision not to share,
+    # work is done as the screen finds it.
+    monkeypatch.delenv("CGGUARD_JOBS")
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 1000)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 64)
+    assert parallel.map_files(screen, work, list(range(300))) == expected
 
 
 def test_a_child_that_dies_midway_is_made_good_by_the_parent(monkeypatch):

@@ -86,14 +86,19 @@ def map_files(
         out = screen(item)
         if not isinstance(out, Later):
             done[i] = out
-            continue
-        left.append((i, out.payload, out.weight))
-        weight += out.weight
-        if not decided and weight >= threshold:
-            decided = True  # once: the load is read once, and a run never forks twice
-            if _share(len(left) + len(items) - i - 1):
-                done.update(_shared(screen, work, items, left, i + 1))
-                return [done[k] for k in range(len(items))]
+        elif decided:  # not shared: work as found, holding no more text than one file's
+            done[i] = work(item, out.payload)
+        else:
+            left.append((i, out.payload, out.weight))
+            weight += out.weight
+            if weight >= threshold:
+                decided = True  # once: the load is read once, and a run never forks twice
+                if _share(len(left) + len(items) - i - 1):
+                    done.update(_shared(screen, work, items, left, i + 1))
+                    return [done[k] for k in range(len(items))]
+                for k, payload, _ in left:
+                    done[k] = work(items[k], payload)
+                left = []
     for i, payload, _ in left:
         done[i] = work(items[i], payload)
     return [done[k] for k in range(len(items))]
