@@ -142,3 +142,38 @@ def test_many_small_files_left_fit_the_pipe(monkeypatch):
     results = parallel.map_files(lambda x: parallel.Later(x, weight), lambda x, p: (x, os.getpid()), list(range(n)))
     assert [x for x, _ in results] == list(range(n))
     assert len({pid for _, pid in results}) == 2
+
+
+def test_a_cgroup_cpu_quota_caps_the_usable_cpus(monkeypatch, tmp_path):
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    monkeypatch.setattr(parallel, "_CPU_MAX", str(cpu_max))
+    assert parallel.usable_cpus() == affinity  # no cgroup file: the affinity
+    cpu_max.write_text("max 100000\n")
+    assert parallel.usable_cpus() == affinity
+    cpu_max.write_text("150000 100000\n")  # one and a half CPUs: a second process would wait
+    assert parallel.usable_cpus() == 1
+    cpu_max.write_text("400000 100000\n")
+    assert parallel.usable_cpus() == min(affinity, 4)
+
+
+def test_files_found_before_the_share_are_claimed_biggest_first(monkeypatch):
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 55)  # reached with the tenth item
+    weights = list(range(1, 11))
+
+    def screen(x):
+        return parallel.Later(x, weights[x]) if x < 10 else ("screened", x)
+
+    def work(x, payload):
+        started = time.monotonic()
+        time.sleep(0.01)
+        return started, x
+
+    results = parallel.map_files(screen, work, list(range(200)))
+    assert [r[1] for r in results] == list(range(200))
+    by_start = sorted(results[:10])
+    # Claimed in order 9, 8, 7, ...: the first two to start are the two biggest.
+    assert {x for _, x in by_start[:2]} == {9, 8}

@@ -114,6 +114,9 @@ def _share(items_left: int) -> bool:
     return cpus >= 2 and busy_cpus() <= cpus - 2
 
 
+_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" in microseconds, or "max <period>"
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on: its affinity, capped by a cgroup v2 CPU quota."""
     try:
@@ -121,7 +124,7 @@ def usable_cpus() -> int:
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
     try:
-        with open("/sys/fs/cgroup/cpu.max", "rb") as fh:
+        with open(_CPU_MAX, "rb") as fh:
             quota, period = fh.read().split()[:2]
         if quota != b"max":
             cpus = min(cpus, max(1, int(quota) // int(period)))
