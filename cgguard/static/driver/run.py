@@ -257,8 +257,8 @@ def check_paths(
 ) -> RunResult:
     from cgguard.static.driver.parallel import Later, map_files
 
-    # Every file goes through the byte screen here; what it leaves (text holding a
-    # capture size) is the real work, shared with a second process only when it pays.
+    # Every file goes through the byte screen; what it leaves (text holding a capture
+    # size) is the real work. A second process shares both only once that work pays.
     def screen(item: tuple[str, FileError | None]) -> FileResult | Later[str]:
         path, error = item
         if error:
