@@ -42,8 +42,8 @@ P = TypeVar("P")
 # cost 0.14 s of CPU per MB on vLLM 0.32.0's files on a loaded 2-core machine (about
 # half that quiet); a fork, the helper's start and its results' way back cost a few
 # milliseconds (a pickle round trip of 1,300 results: 4 ms). 256 KiB is about 18 ms
-# of work quiet, so sharing it pays even when it is found last; on vLLM it is found
-# after 164 of 2,642 files, and the rest of the screen is shared too.
+# of work quiet: the helper's half still beats the fork's cost when it is found last.
+# On vLLM it is found after 164 of 2,642 files, and the rest of the screen is shared too.
 MIN_SHARED_BYTES = 256 * 1024
 BATCH = 8  # files not yet screened are claimed this many at a time
 _IN_CHILD = False
