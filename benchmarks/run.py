@@ -4,7 +4,8 @@
 Run it with the project's interpreter, which has cgguard installed:
 
     .venv/bin/python benchmarks/run.py                 # everything, 5 repetitions
-    .venv/bin/python benchmarks/run.py --quick         # 1 repetition, no warm-up, no tree-wide semgrep
+    .venv/bin/python benchmarks/run.py --quick         # 1 repetition, no warm-up, no tree-wide semgrep, no busy rows
+    .venv/bin/python benchmarks/run.py --no-busy       # everything but the rows beside a busy core
     .venv/bin/python benchmarks/run.py --tools cgguard,grep --repeat 3
     .venv/bin/python benchmarks/run.py --fixit-tree    # also Fixit over the whole tree, once (minutes)
 
