@@ -4,7 +4,8 @@
 Run it with the project's interpreter, which has cgguard installed:
 
     .venv/bin/python benchmarks/run.py                 # everything, 5 repetitions
-    .venv/bin/python benchmarks/run.py --quick         # 1 repetition, no warm-up, no tree-wide semgrep
+    .venv/bin/python benchmarks/run.py --quick         # 1 repetition, no warm-up, no tree-wide semgrep, no busy rows
+    .venv/bin/python benchmarks/run.py --no-busy       # everything but the rows beside a busy core
     .venv/bin/python benchmarks/run.py --tools cgguard,grep --repeat 3
     .venv/bin/python benchmarks/run.py --fixit-tree    # also Fixit over the whole tree, once (minutes)
 
@@ -13,12 +14,18 @@ What it does (standard library only):
 1. Builds the corpora under ``--work`` (default ``benchmarks/.work``, gitignored):
    ``tree`` (the .py/.pyi files of the corpus, by default the installed vLLM package,
    found without importing vLLM), ``tree-buggy`` (the same with the old per-token
-   formula planted in the runner), ``runner/`` (that runner file alone), and
-   ``noparse/`` (files with nothing for any rule to look at).
+   formula planted in the runner), ``runner/`` (that runner file alone),
+   ``noparse/`` (files with nothing for any rule to look at), and ``plugin/`` (a
+   plugin-sized tree with nothing to parse: the files of the corpus's biggest
+   top-level folder that hold no capture size).
 2. Installs semgrep and Fixit into ``<work>/venv-tools`` when they are asked for and
    missing (skipped when present).
 3. Runs every row once untimed (page cache, byte-code), then ``--repeat`` rounds of
    all rows interleaved, so noise from the shared machine spreads over every tool.
+   cgguard runs twice on each tree, by default and with ``CGGUARD_JOBS=1`` (one
+   process); with ``--busy`` (the default for a full run) those rows run once more
+   while another process spins on one core, started before and stopped after each
+   round's busy rows.
 4. Runs each tree-wide tool once more, untimed, on the original tree (no bug
    planted), to show false positives.
 5. Prints the machine, a Markdown table of medians with ratios, targets and
@@ -70,6 +77,11 @@ GREP_LITERAL = "max_cudagraph_capture_size or 1"
 # Files with none of these words give no rule anything to parse.
 _PARSE_WORDS = ("capture", "batch_sizes", "cudagraph")
 NOPARSE_FILES = 20
+# cgguard's byte prefilter (cgguard/static/driver/prefilter.py): a file without
+# these is settled on its bytes, never parsed.
+CAPTURE_NEEDLES = (b"capture_size", b"batch_sizes")
+# Bump when the layout of the work folder changes: older work folders are rebuilt.
+CORPUS_LAYOUT = "2 (plugin/)"
 
 # Targets from issue 5 (medians, seconds unless said otherwise).
 TARGET_TREE_S = 0.5
@@ -78,6 +90,10 @@ TARGET_RUNNER_CHECK_S = 0.6
 TARGET_RUNNER_FIX_S = 1.0
 TARGET_NOPARSE_S = 0.150
 TARGET_PEAK_RSS_MB = 200.0
+# Issue 17: the default (CGGUARD_JOBS unset) is never slower than one process.
+# Rows that take the same path in both runs differ by noise alone: the median of the
+# per-round ratios default / one process may be up to this much above 1.
+TARGET_DEFAULT_VS_ONE_JOB = 1.05
 
 
 class BenchError(Exception):
@@ -106,7 +122,7 @@ def _source_files(root: Path) -> list[Path]:
 def _fingerprint(root: Path, files: list[Path]) -> str:
     total = sum(f.stat().st_size for f in files)
     newest = max((f.stat().st_mtime_ns for f in files), default=0)
-    return f"{root.resolve()}\n{len(files)} {total} {newest}\n"
+    return f"{root.resolve()}\n{len(files)} {total} {newest}\nlayout {CORPUS_LAYOUT}\n"
 
 
 @dataclasses.dataclass
@@ -116,10 +132,13 @@ class Corpora:
     buggy: Path
     runner: Path  # the buggy runner file, alone in its folder
     noparse: Path
+    plugin: Path  # a plugin-sized tree with nothing to parse
+    plugin_from: str  # which folder of the corpus it was taken from
     files: int
     lines: int
     runner_lines: int
     noparse_files: int
+    plugin_files: int
 
 
 def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
@@ -141,13 +160,13 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
     )
     stamp = work / "corpus.stamp"
     tree, buggy = work / "tree", work / "tree-buggy"
-    runner_dir, noparse = work / "runner", work / "noparse"
+    runner_dir, noparse, plugin = work / "runner", work / "noparse", work / "plugin"
     fingerprint = _fingerprint(source, files)
     fresh = stamp.is_file() and stamp.read_text() == fingerprint
     if not fresh:
         _log(f"building corpora from {source} ({len(files)} files) in {work}")
         stamp.unlink(missing_ok=True)
-        for d in (tree, buggy, runner_dir, noparse):
+        for d in (tree, buggy, runner_dir, noparse, plugin):
             shutil.rmtree(d, ignore_errors=True)
         for f in files:
             dest = tree / f.relative_to(source)
@@ -159,6 +178,7 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         runner_dir.mkdir()
         shutil.copyfile(buggy / runner_rel, runner_dir / Path(runner_rel).name)
         _build_noparse(tree, noparse)
+        (work / "plugin.from").write_text(_build_plugin(tree, plugin))
         stamp.write_text(fingerprint)
     lines = sum(_count_lines(f) for f in _source_files(buggy))
     runner = runner_dir / Path(runner_rel).name
@@ -168,10 +188,13 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         buggy=buggy,
         runner=runner,
         noparse=noparse,
+        plugin=plugin,
+        plugin_from=_read(work / "plugin.from"),
         files=len(files),
         lines=lines,
         runner_lines=_count_lines(runner),
         noparse_files=len(_source_files(noparse)),
+        plugin_files=len(_source_files(plugin)),
     )
 
 
@@ -198,6 +221,30 @@ def _build_noparse(tree: Path, dest: Path) -> None:
             return
     for i in range(picked, 5):  # a corpus too small to give any: write plain ones
         (dest / f"plain_{i}.py").write_text(f'"""Nothing to look at."""\n\nVALUE_{i} = {i}\n')
+
+
+def _build_plugin(tree: Path, dest: Path) -> str:
+    """A stand-in for a hardware plugin's tree with nothing to parse (vllm-ascend, say).
+
+    The files of the corpus's biggest top-level folder (by file count; vLLM's
+    ``model_executor/``) that hold no capture size, in their folders: plugin-sized,
+    real code, and the byte screen settles every file. Returns where they came from.
+    """
+    folders = [d for d in sorted(tree.iterdir()) if d.is_dir()]
+    sizes = {d: len(_source_files(d)) for d in folders}
+    source = max(folders, key=lambda d: sizes[d], default=tree)
+    picked = 0
+    for f in _source_files(source):
+        if any(n in f.read_bytes() for n in CAPTURE_NEEDLES):
+            continue
+        target = dest / f.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        picked += 1
+    if not picked:  # a corpus too small to give any: one plain file
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "plain.py").write_text('"""Nothing to look at."""\n\nVALUE = 1\n')
+    return f"{source.relative_to(tree)}/" if source != tree else "the corpus"
 
 
 def _count_lines(path: Path) -> int:
@@ -293,7 +340,7 @@ def measure(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | No
 class Row:
     key: str
     label: str
-    group: str  # tree | runner | noparse: ratios are against cgguard's row of the group
+    group: str  # tree | runner | noparse | plugin (+ "-busy"): ratios are against cgguard's row of the group
     cmd: list[str]
     count: Callable[[Sample], int | None]  # findings (or fixes) the tool reported
     files: Callable[[Sample], int | None]  # files the tool says it checked
@@ -302,6 +349,7 @@ class Row:
     env: dict[str, str] | None = None
     prepare: Callable[[], None] | None = None  # untimed, before each run (a fresh copy to fix)
     once: bool = False  # too slow to repeat: one timed run, no warm-up
+    busy: bool = False  # timed while another process keeps one core busy (--busy)
     target: str = ""
     samples: list[Sample] = dataclasses.field(default_factory=list)
     note: str = ""
@@ -404,7 +452,44 @@ def no_count(s: Sample) -> None:
     return None
 
 
-def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree: bool) -> list[Row]:
+def _jobs_env(jobs: str | None) -> dict[str, str]:
+    """This environment with CGGUARD_JOBS set to ``jobs``, or unset (cgguard's default)."""
+    env = {k: v for k, v in os.environ.items() if k != "CGGUARD_JOBS"}
+    if jobs is not None:
+        env["CGGUARD_JOBS"] = jobs
+    return env
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
+DEFAULT_JOBS = "default: CGGUARD_JOBS unset"
+ONE_JOB = "CGGUARD_JOBS=1"
+BUSY = "one core busy"
+
+
+def default_vs_one_job_rows(c: Corpora, cg: list[str], busy: bool) -> list[Row]:
+    """cgguard on each tree by default and in one process (issue 17), and with ``busy``
+    the same again beside a process spinning on one core."""
+    trees = [("tree", "whole tree", c.buggy),
+             ("plugin", f"plugin-like tree ({_files(c.plugin_files)}, nothing to parse)", c.plugin)]
+    rows: list[Row] = []
+    for spin in (False, True) if busy else (False,):
+        for name, label, folder in trees:
+            key, group, where = f"cg_{name}", name, label
+            if spin:
+                key, group, where = f"{key}_busy", f"{name}-busy", f"{label}, {BUSY}"
+            rows.append(Row(key, f"cgguard check, {where} ({DEFAULT_JOBS})", group, [*cg, "check", str(folder)],
+                            count_cgguard, files_cgguard, env=_jobs_env(None), busy=spin,
+                            target=f"≤ {TARGET_TREE_S} s" if key == "cg_tree" else ""))
+            rows.append(Row(f"{key}_jobs1", f"cgguard check, {where} ({ONE_JOB})", group,
+                            [*cg, "check", str(folder)], count_cgguard, files_cgguard, env=_jobs_env("1"),
+                            busy=spin, target="default ≤ this"))
+    return rows
+
+
+def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree: bool, busy: bool) -> list[Row]:
     cg = cgguard_command()
     venv_bin = tools_venv(work) / "bin"
     semgrep = [
@@ -427,9 +512,8 @@ def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree:
         shutil.copyfile(c.runner, fix_target)
 
     rows: list[Row] = []
-    if "cgguard" in tools:
-        rows.append(Row("cg_tree", "cgguard check, whole tree", "tree", [*cg, "check", str(c.buggy)],
-                        count_cgguard, files_cgguard, target=f"≤ {TARGET_TREE_S} s"))
+    default_vs_one_job = default_vs_one_job_rows(c, cg, busy) if "cgguard" in tools else []
+    rows += [r for r in default_vs_one_job if r.group == "tree"]
     if "semgrep" in tools and not quick:
         rows.append(Row("sg_tree", "semgrep, whole tree", "tree", [*semgrep, str(c.buggy)],
                         count_semgrep, files_semgrep, cwd=semgrep_cwd, env=semgrep_env, target=f"≥ {TARGET_SEMGREP_RATIO:g}× cgguard"))
@@ -473,8 +557,13 @@ def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree:
         rows.append(Row("cg_noparse", f"cgguard check, {c.noparse_files} files with nothing to parse", "noparse",
                         [*cg, "check", str(c.noparse)], count_cgguard, files_cgguard,
                         target=f"≤ {TARGET_NOPARSE_S * 1000:.0f} ms"))
+    # The floor under every cgguard row: the interpreter's start-up, and the import of
+    # the parser any run that parses something pays.
     rows.append(Row("py_pass", "python -c pass (interpreter start-up)", "noparse",
                     [sys.executable, "-c", "pass"], no_count, no_count, ok_rcs=(0,)))
+    rows.append(Row("py_libcst", "python -c 'import libcst' (start-up and the parser's import)", "noparse",
+                    [sys.executable, "-c", "import libcst"], no_count, no_count, ok_rcs=(0,)))
+    rows += [r for r in default_vs_one_job if r.group != "tree"]
     return rows
 
 
@@ -490,18 +579,56 @@ def run_rows(rows: list[Row], repeat: int, warmup: bool) -> None:
             )
         return s
 
+    def timed(row: Row, i: int) -> None:
+        if row.once and row.samples:
+            return
+        _log(f"round {i + 1}/{repeat}: {row.label}")
+        row.samples.append(run_one(row))
+        _log(f"    {row.samples[-1].wall:.3f} s")
+
     if warmup:
         for row in rows:
             if not row.once:
                 _log(f"warm-up: {row.label}")
                 run_one(row)
+    quiet = [r for r in rows if not r.busy]
+    busy = [r for r in rows if r.busy]
     for i in range(repeat):
-        for row in rows:
-            if row.once and row.samples:
-                continue
-            _log(f"round {i + 1}/{repeat}: {row.label}")
-            row.samples.append(run_one(row))
-            _log(f"    {row.samples[-1].wall:.3f} s")
+        # Every other round backwards: no row always runs right after the same other one.
+        step = 1 if i % 2 == 0 else -1
+        for row in quiet[::step]:
+            timed(row, i)
+        if busy:
+            with spinning():
+                for row in busy[::step]:
+                    timed(row, i)
+
+
+SPIN_SETTLE_S = 0.3  # the spinning process's start-up, before the first busy row
+
+
+def spin_cpu() -> int:
+    """The core the busy loop is pinned to: the last one this process may use."""
+    return max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+
+
+class spinning:
+    """Another process keeping one core busy (a pure-Python busy loop, pinned to
+    :func:`spin_cpu` where the platform allows): the "one core busy" rows run beside it."""
+
+    def __enter__(self) -> "spinning":
+        code = "while True:\n    pass\n"
+        if hasattr(os, "sched_setaffinity"):
+            code = f"import os\nos.sched_setaffinity(0, {{{spin_cpu()}}})\n" + code
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+        time.sleep(SPIN_SETTLE_S)
+        if self.proc.poll() is not None:
+            raise BenchError(f"the busy loop exited at once (rc {self.proc.returncode})")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
 
 
 # ---- report ------------------------------------------------------------------
@@ -592,7 +719,7 @@ def count_clean_tree(rows: list[Row], c: Corpora) -> dict[str, str]:
     """
     counts: dict[str, str] = {}
     for row in rows:
-        if row.group != "tree" or row.once:
+        if row.group != "tree" or row.once or row.key.endswith("_jobs1"):
             continue
         cmd = [str(c.tree) if part == str(c.buggy) else part for part in row.cmd]
         _log(f"original tree: {row.label}")
@@ -682,8 +809,14 @@ def report(
     rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int, clean: dict[str, str]
 ) -> tuple[str, bool]:
     by_key = {r.key: r for r in rows}
-    ref = {"tree": by_key.get("cg_tree"), "runner": by_key.get("cg_runner"), "noparse": by_key.get("cg_noparse")}
+    # Each group's ratios are against cgguard's (default) row of that group.
+    ref = {r.group: r for r in reversed(rows) if r.key.startswith("cg_") and not r.key.endswith("_jobs1")}
     checks: dict[str, bool] = {}
+    one_job = {}  # group -> median over rounds of default / one process
+    for row in rows:
+        if row.key.endswith("_jobs1") and ref.get(row.group):
+            one_job[row.group] = paired_ratio(ref[row.group], row)
+            checks[row.key] = one_job[row.group] <= TARGET_DEFAULT_VS_ONE_JOB
     cg_tree, sg_tree = by_key.get("cg_tree"), by_key.get("sg_tree")
     if cg_tree:
         checks["cg_tree"] = cg_tree.median <= TARGET_TREE_S
@@ -724,6 +857,18 @@ def report(
             "applied; semgrep counts taint results (origin and each sink it reaches); Fixit counts reports; "
             "grep counts matching lines. Files: how many files the tool says it checked. CPU: median user+system "
             "seconds of the process and its children (less sensitive than wall time to other load on the machine)."]
+    if one_job:
+        out.append(f"Default against {ONE_JOB} (the median over rounds of default / one process, paired in "
+                   f"each round; the target allows up to {TARGET_DEFAULT_VS_ONE_JOB:.2f}, the noise between "
+                   "runs that take the same path): "
+                   + ", ".join(f"{_GROUP_NAMES[g]} {r:.2f}" for g, r in one_job.items()) + ".")
+    if any(r.busy for r in rows):
+        out.append(f"{BUSY.capitalize()}: a second Python process spins (`while True: pass`, pinned to CPU "
+                   f"{spin_cpu()}) from before the first to after the last such row of each round.")
+    if by_key.get("cg_plugin"):
+        out.append(f"Plugin-like tree: the {_files(c.plugin_files)} of the corpus's `{c.plugin_from}` holding no "
+                   "capture size (a stand-in for a hardware "
+                   "plugin's tree, such as vllm-ascend, where cgguard parses nothing).")
     if clean:
         out.append("Findings on the original tree (the bug not planted; one untimed run each): "
                    + ", ".join(f"{tool} {n}" for tool, n in clean.items()) + ".")
@@ -731,6 +876,16 @@ def report(
         out.append("Fixit runs on the runner file only (it takes minutes on the tree); `--fixit-tree` adds a "
                    "single tree run.")
     return "\n".join(out) + "\n", all(checks.values())
+
+
+_GROUP_NAMES = {"tree": "whole tree", "plugin": "plugin-like tree", "tree-busy": f"whole tree ({BUSY})",
+                "plugin-busy": f"plugin-like tree ({BUSY})"}
+
+
+def paired_ratio(default: Row, one_job: Row) -> float:
+    """Median over rounds of default / one process: rows of one round ran back to back,
+    under the same load, so each round's ratio is fairer than a ratio of medians."""
+    return statistics.median(d.wall / j.wall for d, j in zip(default.samples, one_job.samples))
 
 
 def _log(msg: str) -> None:
@@ -747,6 +902,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="1 round, no warm-up, no tree-wide semgrep")
     p.add_argument("--fixit-tree", action="store_true", help="also run Fixit over the whole tree, once")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    p.add_argument("--busy", action=argparse.BooleanOptionalAction, default=None,
+                   help="also time cgguard on each tree, by default and with CGGUARD_JOBS=1, while another "
+                        "process keeps one core busy (default: on, off with --quick)")
     args = p.parse_args(argv)
     tools = {t.strip() for t in args.tools.split(",") if t.strip()}
     unknown = tools - set(ALL_TOOLS)
@@ -755,6 +913,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.tools = tools
     if args.repeat is None:
         args.repeat = 1 if args.quick else 5
+    if args.busy is None:
+        args.busy = not args.quick
     if args.repeat < 1:
         p.error("--repeat must be at least 1")
     return args
@@ -767,7 +927,7 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work.resolve()
         c = build_corpora(corpus.resolve(), work, args.runner)
         ensure_tools(work, args.tools)
-        rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree)
+        rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree, args.busy)
         run_rows(rows, args.repeat, warmup=not args.quick)
         clean = count_clean_tree(rows, c)
         table, met = report(rows, c, args.tools, work, args.repeat, clean)

@@ -6,6 +6,8 @@ install); no time is asserted, only that every row is there and the findings are
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -70,6 +72,12 @@ def small_corpus(tmp_path: Path) -> Path:
     return corpus
 
 
+DEFAULT = "(default: CGGUARD_JOBS unset)"
+ONE_JOB = "(CGGUARD_JOBS=1)"
+BUSY = ", one core busy"
+PLUGIN = "cgguard check, plugin-like tree (1 file, nothing to parse)"
+
+
 def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) -> None:
     work = tmp_path / "work"
     proc = _run("--tools", "cgguard,grep", "--repeat", "1", "--corpus", str(small_corpus), "--work", str(work))
@@ -81,8 +89,20 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     assert "median of 1 runs" in out
     assert "| row | median | ratio vs cgguard | CPU (user+sys) | findings | files | target | pass |" in out
 
-    # cgguard finds exactly the planted bug, in the tree and in the runner file alone.
-    assert _table_row(out, "cgguard check, whole tree")[4:6] == ["1", "4"]  # 1 finding in 4 files
+    # cgguard finds exactly the planted bug, in the tree and in the runner file alone,
+    # by default and in one process, with a core free and with one kept busy.
+    for busy in ("", BUSY):
+        for jobs in (DEFAULT, ONE_JOB):
+            assert _table_row(out, f"cgguard check, whole tree{busy} {jobs}")[4:6] == ["1", "4"]  # 1 finding, 4 files
+            # The plugin-like tree: the corpus's biggest folder (v1/) less its files
+            # holding a capture size (plain.py is left): nothing found, nothing parsed.
+            assert _table_row(out, f"{PLUGIN}{busy} {jobs}")[4:6] == ["0", "1"]
+        # Issue 17's target sits on the one-process row: the default is not slower.
+        one_job = _table_row(out, f"cgguard check, whole tree{busy} {ONE_JOB}")
+        assert one_job[6] == "default ≤ this" and one_job[7] in ("pass", "**FAIL**")
+        plugin_one_job = _table_row(out, f"{PLUGIN}{busy} {ONE_JOB}")
+        assert plugin_one_job[6] == "default ≤ this" and plugin_one_job[7] in ("pass", "**FAIL**")
+    assert _table_row(out, f"cgguard check, whole tree {DEFAULT}")[6] == "≤ 0.5 s"
     assert _table_row(out, "cgguard check, runner file")[4] == "1"
     assert _table_row(out, "cgguard fix, runner file")[4] == "1"  # one fix applied
     assert _table_row(out, "cgguard findings on the buggy tree")[1:] == ["1", "", "", "", "", "exactly 1", "pass"]
@@ -94,8 +114,15 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     noparse = _table_row(out, "cgguard check, 5 files with nothing to parse")
     assert noparse[4:7] == ["0", "5", "≤ 150 ms"]
     assert _table_row(out, "python -c pass")[4] == "–"
+    assert _table_row(out, "python -c 'import libcst'")[4] == "–"  # the floor of a run that parses
     peak = _table_row(out, "peak RSS of cgguard check, whole tree")
     assert re.fullmatch(r"\d+ MB", peak[1]) and peak[6] == "≤ 200 MB" and peak[7] in ("pass", "**FAIL**")
+    assert re.search(
+        r"Default against CGGUARD_JOBS=1 \(the median over rounds of default / one process, paired in each "
+        r"round; .*\): whole tree \d\.\d\d, plugin-like tree \d\.\d\d, whole tree \(one core busy\) \d\.\d\d, "
+        r"plugin-like tree \(one core busy\) \d\.\d\d\.", out), out
+    assert "One core busy: a second Python process spins" in out
+    assert "Plugin-like tree: the 1 file of the corpus's `v1/` holding no capture size" in out
     # On the original tree (upstream's fix, no planted bug) nothing is found.
     assert "Findings on the original tree (the bug not planted; one untimed run each): cgguard 0, grep 0." in out
     # The rules' example cases, per tool asked for: cgguard flags every flagged case
@@ -105,7 +132,8 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     assert re.search(r"Flagged cases caught: cgguard (\d+)/\1, grep \d+/\d+\.", out), out
     assert re.search(r"false positives\): cgguard 0/\d+, grep [1-9]\d*/\d+\.", out), out
     # Every timed row has a median and a ratio.
-    for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass"):
+    for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass",
+                  "python -c 'import libcst'", PLUGIN, f"cgguard check, whole tree{BUSY} {ONE_JOB}"):
         row = _table_row(out, label)
         assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[1]), row
         assert re.fullmatch(r"\d+\.\d+×", row[2]), row
@@ -113,7 +141,10 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     # Tools not asked for do not appear.
     timing = out.split("## Results")[1].split("## Findings on the rules")[0]
     rows = [line for line in timing.splitlines() if line.startswith("| ")]
-    assert len(rows) == 1 + 7 + 2  # header, seven timed rows, peak RSS and findings
+    # header; the tree by default and in one process, grep; the runner file (check, fix,
+    # grep); nothing to parse, python -c pass and import libcst; the plugin-like tree
+    # twice; both trees twice more with one core busy; peak RSS and findings.
+    assert len(rows) == 1 + 3 + 3 + 3 + 2 + 4 + 2
     assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
 
 
@@ -131,8 +162,33 @@ def test_builds_corpora_without_touching_the_source(small_corpus: Path, tmp_path
     # The fix row ran on a fresh copy of the runner, which it fixed; the runner stays buggy.
     fixed = (work / "fix" / "gpu_model_runner.py").read_text()
     assert "min(self.max_num_reqs," in fixed and f"= {PRE_FIX_RUNNER_EXPR}" not in fixed
-    # --quick: one round, no tree-wide semgrep even if asked.
+    # The plugin-like tree: v1/ (the biggest folder) without its files naming a capture size.
+    assert sorted(p.relative_to(work / "plugin").as_posix() for p in (work / "plugin").rglob("*.py")) == ["plain.py"]
+    # --quick: one round, no tree-wide semgrep even if asked, no busy rows unless asked.
     assert "median of 1 runs" in proc.stdout
+    assert BUSY not in proc.stdout and "One core busy" not in proc.stdout
+    assert _table_row(proc.stdout, f"{PLUGIN} {ONE_JOB}")[4] == "0"
+
+
+def _script_module():
+    spec = importlib.util.spec_from_file_location("bench_run", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_busy_loop_spins_on_one_core_and_stops() -> None:
+    bench = _script_module()
+    with bench.spinning() as spin:
+        pid = spin.proc.pid
+        assert spin.proc.poll() is None
+        assert os.sched_getaffinity(pid) == {bench.spin_cpu()}
+        ticks = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        assert int(ticks[11]) + int(ticks[12]) > 0  # user + system clock ticks: it has been running
+        state = ticks[0]
+        assert state == "R", state  # running (or runnable), not sleeping
+    assert spin.proc.poll() is not None  # killed and reaped
 
 
 def test_corpus_without_runner_is_one_clear_error(tmp_path: Path) -> None:

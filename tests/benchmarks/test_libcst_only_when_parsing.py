@@ -1,28 +1,23 @@
-"""libcst is imported only when something is parsed (issue 10).
+"""libcst is imported only when something is parsed (issues 10 and 17).
 
 ``cgguard check`` decides on bytes and Python's own parser what libcst sees: a run
 over files with no capture size, or whose functions hold a capture size but no
-sink in the same scope, never imports libcst (its import alone costs about
-100 ms); a file with a finding does. Checked in a fresh interpreter, as users run it.
+sink in the same scope, never imports libcst (its import alone costs 0.1-0.3 s),
+however many files it checks and whether or not it shares them with a forked
+helper; a file with a finding does. Checked with the real CLI in a fresh
+interpreter, as users run it; Python's import-time report
+(``PYTHONPROFILEIMPORTTIME``) lists every module imported, by the main process or
+the forked helper, so an import in either shows.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import pytest
 
-PROBE = (
-    "import sys\n"
-    "from cgguard.cli import main\n"
-    "try:\n"
-    "    main(['check', *sys.argv[1:]])\n"
-    "except SystemExit:\n"
-    "    pass\n"
-    "print('LIBCST' if 'libcst' in sys.modules else 'NO-LIBCST')\n"
-)
+from tests.conftest import run_cgguard
 
 FILES = {
     "nothing": "def f(x):\n    return x + 1\n",
@@ -48,24 +43,67 @@ BUG = (
     "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
     "        return min_blocks\n"
 )
+_IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.M)
 
 
-def _imports_libcst(tmp_path: Path, files: dict[str, str]) -> bool:
+def _libcst_imports(folder: Path, *, jobs: str | None = None) -> int:
+    """How many times a run over ``folder`` imported libcst, counting every process."""
+    env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    if jobs is not None:
+        env["CGGUARD_JOBS"] = jobs
+    proc = run_cgguard("check", "--isolated", ".", cwd=folder, env=env, timeout=120)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    modules = _IMPORTED.findall(proc.stderr)
+    assert "cgguard.cli" in modules, proc.stderr[-2000:]  # the report is there to read
+    return modules.count("libcst")
+
+
+def _imports_libcst(folder: Path, *, jobs: str | None = None) -> bool:
+    return _libcst_imports(folder, jobs=jobs) > 0
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
-        (tmp_path / f"{name}.py").write_text(text)
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE, "--isolated", *sorted(f"{n}.py" for n in files)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"CGGUARD_JOBS": "1", "PATH": ""},
-    )
-    last = out.stdout.strip().splitlines()[-1]
-    assert last in ("LIBCST", "NO-LIBCST"), out.stdout + out.stderr
-    return last == "LIBCST"
+        (folder / f"{name}.py").write_text(text)
+    return folder
+
+
+def _big_tree(folder: Path) -> Path:
+    """A plugin-sized tree: 300 files, 40 of them holding a capture size (about 1 MB of
+    such text, enough for a run to consider sharing it), none a finding."""
+    helpers = [f"def helper_{i}(x):\n    return x * {i} + 1\n\n" for i in range(700)]
+    filler = "".join(helpers)
+    files = {f"plain_{i:03d}": f'"""Module {i}."""\n\n' + "".join(helpers[: 20 + i]) for i in range(260)}
+    for i in range(20):
+        files[f"sizes_{i:02d}"] = FILES["needle_no_sink"] + filler
+        files[f"apart_{i:02d}"] = FILES["needle_and_sink_in_different_functions"] + filler
+    return _write(folder, files)
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_nothing_to_parse_never_imports_libcst(tmp_path: Path, name: str) -> None:
-    assert not _imports_libcst(tmp_path, {name: FILES[name]})
+    assert not _imports_libcst(_write(tmp_path, {name: FILES[name]}))
 
 
 def test_a_file_with_a_finding_is_parsed_by_libcst(tmp_path: Path) -> None:
-    assert _imports_libcst(tmp_path, {"bug": BUG, **FILES})
+    assert _imports_libcst(_write(tmp_path, {"bug": BUG, **FILES}))
+
+
+@pytest.mark.parametrize("jobs", [None, "1", "2"], ids=["default", "one-job", "shared"])
+def test_a_big_tree_with_nothing_to_parse_never_imports_libcst(tmp_path: Path, jobs: str | None) -> None:
+    """Issue 17: a tree of 256+ files used to import libcst up front, parsing nothing.
+    Neither the default, one process, nor a run forced to share with a helper does."""
+    tree = _big_tree(tmp_path / "tree")
+    assert len(list(tree.glob("*.py"))) == 300
+    assert not _imports_libcst(tree, jobs=jobs)
+
+
+@pytest.mark.parametrize("jobs", [None, "2"], ids=["default", "shared"])
+def test_a_big_tree_with_findings_imports_libcst_once(tmp_path: Path, jobs: str | None) -> None:
+    """Files to parse on both sides of a shared run: the helper hands them to the main
+    process, so libcst is imported once per run, not once per process."""
+    tree = _big_tree(tmp_path / "tree")
+    for i in range(0, 300, 10):
+        (tree / f"bug_{i:03d}.py").write_text(BUG)
+    assert _libcst_imports(tree, jobs=jobs) == 1

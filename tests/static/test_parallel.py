@@ -1,4 +1,5 @@
-"""Sharing a run with a forked child: same results, same order, nothing lost if it dies."""
+"""Sharing a run with a forked child: same results, same order, nothing lost if it dies;
+and the share happens only when the work left after the screen pays for it."""
 
 from __future__ import annotations
 
@@ -8,49 +9,171 @@ import time
 from cgguard.static.driver import parallel
 
 
-def test_results_come_back_in_order_from_both_processes():
+def _all_later(x):
+    return parallel.Later(x, 1)
+
+
+def test_results_come_back_in_order_from_both_processes(monkeypatch):
+    monkeypatch.setenv("CGGUARD_JOBS", "2")  # share whatever the machine's load
     items = list(range(1000))
 
-    def work(x):
-        time.sleep(0.0005)  # long enough for the child to start claiming batches
+    def work(x, payload):
+        time.sleep(0.0005)  # long enough for the child to start claiming items
         return x * x, os.getpid()
 
-    results = parallel.map_files(work, items)
+    results = parallel.map_files(_all_later, work, items)
     assert [r[0] for r in results] == [x * x for x in items]
-    # Both processes took a share (the work is claimed batch by batch).
+    # Both processes took a share (the work is claimed item by item).
     assert len({pid for _, pid in results}) == 2
 
 
-def test_a_child_that_dies_midway_is_made_good_by_the_parent():
+def test_screened_items_never_reach_the_work_and_keep_their_place(monkeypatch):
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+
+    def screen(x):
+        return ("screened", x) if x % 3 else parallel.Later(f"text{x}", x)
+
+    def work(x, payload):
+        assert x % 3 == 0 and payload == f"text{x}"
+        return ("worked", x)
+
+    expected = [("worked", x) if x % 3 == 0 else ("screened", x) for x in range(300)]
+    assert parallel.map_files(screen, work, list(range(300))) == expected
+    # The same when the run stays in one process: after the decision not to share,
+    # work is done as the screen finds it.
+    monkeypatch.delenv("CGGUARD_JOBS")
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 1000)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 64)
+    assert parallel.map_files(screen, work, list(range(300))) == expected
+
+
+def test_a_child_that_dies_midway_is_made_good_by_the_parent(monkeypatch):
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
     parent = os.getpid()
 
-    def work(x):
+    def work(x, payload):
         if os.getpid() != parent and x > 300:
-            os._exit(3)  # the child dies after some batches
+            os._exit(3)  # the child dies after some items
         return x + 1
 
-    assert parallel.map_files(work, list(range(1000))) == [x + 1 for x in range(1000)]
+    assert parallel.map_files(_all_later, work, list(range(1000))) == [x + 1 for x in range(1000)]
 
 
-def test_small_runs_and_opt_out_stay_in_process(monkeypatch):
-    assert {pid for pid in parallel.map_files(lambda x: os.getpid(), list(range(10)))} == {os.getpid()}
-    monkeypatch.setenv("CGGUARD_JOBS", "1")
-    assert {pid for pid in parallel.map_files(lambda x: os.getpid(), list(range(1000)))} == {os.getpid()}
+def _pids(monkeypatch, jobs, items, weight):
+    if jobs is None:
+        monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    else:
+        monkeypatch.setenv("CGGUARD_JOBS", jobs)
+
+    def work(x, payload):
+        time.sleep(0.001)  # long enough for a child to claim items
+        return os.getpid()
+
+    return set(parallel.map_files(lambda x: parallel.Later(x, weight), work, items))
 
 
-def test_work_the_child_leaves_to_the_parent_is_done_there_in_order():
+def test_little_work_and_opt_out_stay_in_process(monkeypatch):
+    me = {os.getpid()}
+    # Nothing left after the screen, one file left, or too little text left: one process.
+    assert parallel.map_files(lambda x: x, lambda x, p: os.getpid(), list(range(5000))) == list(range(5000))
+    assert _pids(monkeypatch, None, [0], parallel.MIN_SHARED_BYTES * 10) == me
+    assert _pids(monkeypatch, None, list(range(200)), parallel.MIN_SHARED_BYTES // 200 - 1) == me
+    assert _pids(monkeypatch, "2", [0], 10**9) == me
+    # CGGUARD_JOBS=1 turns sharing off whatever is left.
+    assert _pids(monkeypatch, "1", list(range(200)), 10**9) == me
+
+
+def test_no_share_without_an_idle_cpu(monkeypatch):
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    items = list(range(200))
+    weight = parallel.MIN_SHARED_BYTES // 100
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 1)  # another process has the other core
+    assert _pids(monkeypatch, None, items, weight) == {os.getpid()}
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    assert _pids(monkeypatch, None, items, weight) == {os.getpid()}
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)  # a free core, and enough work: shared
+    assert len(_pids(monkeypatch, None, items, weight)) == 2
+
+
+def test_busy_cpus_sees_a_spinning_process():
+    import subprocess
+    import sys
+
+    before = parallel.busy_cpus()
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        during = max(parallel.busy_cpus() for _ in range(20))
+    finally:
+        spin.kill()
+        spin.wait()
+    assert during >= 1 and during >= min(before, 1)
+
+
+def test_work_the_child_leaves_to_the_parent_is_done_there_in_order(monkeypatch):
     """ParentOnly (what scan raises in the child before importing libcst) hands the item
     back at once; the parent does it, and the results keep their order."""
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
     parent = os.getpid()
 
-    def work(x):
+    def work(x, payload):
         time.sleep(0.0005)
         if x % 7 == 0 and parallel.in_child():
             raise parallel.ParentOnly
         return x, os.getpid()
 
-    results = parallel.map_files(work, list(range(1000)))
+    results = parallel.map_files(_all_later, work, list(range(1000)))
     assert [x for x, _ in results] == list(range(1000))
     assert all(pid == parent for x, pid in results if x % 7 == 0)
     assert len({pid for _, pid in results}) == 2
     assert not parallel.in_child()
+
+
+def test_many_small_files_left_fit_the_pipe(monkeypatch):
+    """Tens of thousands of items left when the share starts: claimed in batches whose
+    numbers fit the pipe's buffer, every result back in its place."""
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    n = 40_000
+    weight = parallel.MIN_SHARED_BYTES // 30_000  # the share starts after ~30,000 screened items
+    results = parallel.map_files(lambda x: parallel.Later(x, weight), lambda x, p: (x, os.getpid()), list(range(n)))
+    assert [x for x, _ in results] == list(range(n))
+    assert len({pid for _, pid in results}) == 2
+
+
+def test_a_cgroup_cpu_quota_caps_the_usable_cpus(monkeypatch, tmp_path):
+    affinity = len(os.sched_getaffinity(0))
+    cpu_max = tmp_path / "cpu.max"
+    monkeypatch.setattr(parallel, "_CPU_MAX", str(cpu_max))
+    assert parallel.usable_cpus() == affinity  # no cgroup file: the affinity
+    cpu_max.write_text("max 100000\n")
+    assert parallel.usable_cpus() == affinity
+    cpu_max.write_text("150000 100000\n")  # one and a half CPUs: a second process would wait
+    assert parallel.usable_cpus() == 1
+    cpu_max.write_text("400000 100000\n")
+    assert parallel.usable_cpus() == min(affinity, 4)
+
+
+def test_files_found_before_the_share_are_claimed_biggest_first(monkeypatch):
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 55)  # reached with the tenth item
+    weights = list(range(1, 11))
+
+    def screen(x):
+        return parallel.Later(x, weights[x]) if x < 10 else ("screened", x)
+
+    def work(x, payload):
+        started = time.monotonic()
+        time.sleep(0.01)
+        return started, x
+
+    results = parallel.map_files(screen, work, list(range(200)))
+    assert [r[1] for r in results] == list(range(200))
+    by_start = sorted(results[:10])
+    # Claimed in order 9, 8, 7, ...: the first two to start are the two biggest.
+    assert {x for _, x in by_start[:2]} == {9, 8}

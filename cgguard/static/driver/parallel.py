@@ -1,26 +1,65 @@
-"""Check many files on two cores: share the list with one forked child.
+"""Check many files, on a second core only when the work found pays for it.
 
-A whole vLLM tree costs ~0.3 s of reading and checking in one process; a forked
-child takes part of it for a few milliseconds of fork and a small pickle back.
-The two claim batches of files from a shared pipe of batch numbers (a pipe read
-of one 4-byte record is atomic), so the few expensive files (those that need
-parsing) do not pile up on one side. Below ``MIN_FILES`` (a pre-commit run on a
-handful of files) the fork is not worth it, and without ``os.fork`` (Windows) or
-with one CPU everything runs in-process. ``CGGUARD_JOBS=1`` turns it off. A child
-that fails in any way is not trusted: whatever it did not send back is redone in
-the parent, so the result never depends on the child.
+A run over a tree has two parts of very different cost. The byte screen (read a
+file, look for a capture-size substring) settles almost every file in
+microseconds. What it leaves (decode, cut, Python's parse, maybe libcst) is the
+real work, and only the screen tells how much there is. So one process screens
+the files in order, adding up the text they leave; the first time that reaches
+:data:`MIN_SHARED_BYTES` it decides, once, whether to fork one child to share
+what is left (the files it left so far, biggest first, then the files not yet
+screened). It forks when all of these hold:
+
+- ``os.fork`` exists and ``CGGUARD_JOBS`` is not ``1``;
+- two CPUs are usable (affinity, cgroup quota) and one of them is idle now (the
+  runnable tasks in ``/proc/loadavg``): a child that takes turns with another
+  process's work on the only other core does not help the parent, it competes;
+- at least two items are left to share.
+
+Below the threshold (a pre-commit run, a plugin tree with nothing to parse, a
+tree whose capture sizes sit in a few small files) the fork would cost about what
+it saves: the run stays in one process, exactly as with ``CGGUARD_JOBS=1``.
+``CGGUARD_JOBS=2`` shares whenever two items are left (tests; measuring the split).
+
+The two processes claim work from a shared pipe of batch numbers (a pipe read of
+one 4-byte record is atomic), so the few expensive files do not pile up on one
+side. The child leaves all libcst work to the parent (:class:`ParentOnly`):
+libcst is imported once per run, where the first scope needs parsing, never up
+front. A child that fails in any way is not trusted: whatever it did not send
+back is redone in the parent, so the result never depends on it.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Callable, TypeVar
+from typing import Callable, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+P = TypeVar("P")
 
-MIN_FILES = 256
+# Text the byte screen leaves (characters, summed over files) from which a second
+# process pays. Checking such text (decode, cut, Python's parse, the scope screen)
+# cost 0.14 s of CPU per MB on vLLM 0.32.0's files on a loaded 2-core machine (about
+# half that quiet); a fork, the helper's start and its results' way back cost a few
+# milliseconds (a pickle round trip of 1,300 results: 4 ms). 256 KiB is about 18 ms
+# of work quiet: the helper's half still beats the fork's cost when it is found last.
+# On vLLM it is found after 164 of 2,642 files, and the rest of the screen is shared too.
+MIN_SHARED_BYTES = 256 * 1024
+BATCH = 8  # files not yet screened are claimed this many at a time
 _IN_CHILD = False
+_RECORD = 4  # bytes per item number in the pipe
+_PIPE_ROOM = 60_000  # stay under the pipe's 64 KiB so the pre-fill never blocks
+
+
+class Later(Generic[P]):
+    """What the screen returns for an item it cannot settle: the payload the real work
+    needs (the decoded text) and its weight (its size), which decides the sharing."""
+
+    __slots__ = ("payload", "weight")
+
+    def __init__(self, payload: P, weight: int):
+        self.payload = payload
+        self.weight = weight
 
 
 class ParentOnly(BaseException):
@@ -32,50 +71,123 @@ def in_child() -> bool:
     """True in the forked helper. Work that would import libcst there leaves the item to
     the parent instead, so the import (about 0.1 s) is paid once per run, not twice."""
     return _IN_CHILD
-BATCH = 8
-_RECORD = 4  # bytes per batch number in the pipe
-_PIPE_ROOM = 60_000  # stay under the pipe's 64 KiB so the pre-fill never blocks
 
 
-def _worthwhile(n: int) -> bool:
-    if n < MIN_FILES or not hasattr(os, "fork") or os.environ.get("CGGUARD_JOBS") == "1":
+def map_files(
+    screen: Callable[[T], "R | Later[P]"], work: Callable[[T, P], R], items: list[T]
+) -> list[R]:
+    """``screen(x)`` for every item and ``work(x, payload)`` for those it leaves (a
+    :class:`Later`); shared with a forked child from the point where that pays.
+    Results keep the items' order."""
+    done: dict[int, R] = {}
+    left: list[tuple[int, P, int]] = []  # (index, payload, weight)
+    weight = 0
+    decided = False
+    threshold = 0 if os.environ.get("CGGUARD_JOBS") == "2" else MIN_SHARED_BYTES
+    for i, item in enumerate(items):
+        out = screen(item)
+        if not isinstance(out, Later):
+            done[i] = out
+        elif decided:  # not shared: work as found, holding no more text than one file's
+            done[i] = work(item, out.payload)
+        else:
+            left.append((i, out.payload, out.weight))
+            weight += out.weight
+            if weight >= threshold:
+                decided = True  # once: the load is read once, and a run never forks twice
+                if _share(len(left) + len(items) - i - 1):
+                    done.update(_shared(screen, work, items, left, i + 1))
+                    return [done[k] for k in range(len(items))]
+                for k, payload, _ in left:
+                    done[k] = work(items[k], payload)
+                left = []
+    for i, payload, _ in left:
+        done[i] = work(items[i], payload)
+    return [done[k] for k in range(len(items))]
+
+
+def _share(items_left: int) -> bool:
+    jobs = os.environ.get("CGGUARD_JOBS")
+    if jobs == "1" or items_left < 2 or not hasattr(os, "fork"):
         return False
+    if jobs == "2":
+        return True
+    cpus = usable_cpus()
+    return cpus >= 2 and busy_cpus() <= cpus - 2
+
+
+_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" in microseconds, or "max <period>"
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity, capped by a cgroup v2 CPU quota."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return cpus >= 2
+    try:
+        with open(_CPU_MAX, "rb") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != b"max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return cpus
 
 
-def _warm_up_parser() -> None:
-    """In a shared run, the parent imports libcst first, while the child starts on its share.
+def busy_cpus() -> int:
+    """Tasks running or waiting to run right now, other than this one (0 where unknown).
 
-    The child leaves all libcst work to the parent (:class:`ParentOnly`); importing it
-    up front (about 0.1 s) overlaps it with the child's work instead of adding it at
-    whatever point the first file needs it. A big tree that ends up parsing nothing
-    pays that import on one core (runs of a few files, below ``MIN_FILES``, import
-    libcst only when something is parsed).
+    The fourth field of ``/proc/loadavg`` counts them this instant (the load
+    averages lag a busy core by a minute); it counts the reading process too.
     """
     try:
-        import libcst  # noqa: F401
-    except ImportError:
-        pass  # reported where it is needed
+        with open("/proc/loadavg", "rb") as fh:
+            running = int(fh.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return max(0, running - 1)
 
 
-def map_files(work: Callable[[T], R], items: list[T]) -> list[R]:
-    """``[work(x) for x in items]``, in that order, shared with a forked child when it pays."""
-    if not _worthwhile(len(items)):
-        return [work(x) for x in items]
-    import pickle  # only here: a pre-commit run on a few files never pays for it
+_UNSCREENED = object()
 
-    n = len(items)
-    batch = max(BATCH, -(-n * _RECORD // _PIPE_ROOM))
-    batches = -(-n // batch)
+
+def _shared(
+    screen: Callable[[T], "R | Later[P]"],
+    work: Callable[[T, P], R],
+    items: list[T],
+    left: list[tuple[int, P, int]],
+    unscreened: int,
+) -> dict[int, R]:
+    """The files ``left`` by the screen and those from ``unscreened`` on, done by this
+    process and one forked child; results by item index."""
+    import pickle  # only here: a run that stays in one process never pays for it
+
+    # Units of work: the screened files biggest first (the last claims are the small
+    # ones), then the files not yet screened, in order.
+    units: list[tuple[int, object]] = [(i, p) for i, p, _ in sorted(left, key=lambda x: -x[2])]
+    units += [(i, _UNSCREENED) for i in range(unscreened, len(items))]
+    n, m = len(units), len(left)
+    # One screened file per claim, files not yet screened BATCH at a time; more per
+    # claim when the numbers would not fit the pipe (half its room for each kind).
+    screened_batch = max(1, -(-m * _RECORD // (_PIPE_ROOM // 2)))
+    batch = max(BATCH, -(-(n - m) * _RECORD // (_PIPE_ROOM // 2)))
+    bounds = [(k, min(m, k + screened_batch)) for k in range(0, m, screened_batch)]
+    bounds += [(k, min(n, k + batch)) for k in range(m, n, batch)]
     tokens_r, tokens_w = os.pipe()
-    os.write(tokens_w, b"".join(b.to_bytes(_RECORD, "little") for b in range(batches)))
+    os.write(tokens_w, b"".join(b.to_bytes(_RECORD, "little") for b in range(len(bounds))))
     os.close(tokens_w)  # once drained, reads return b"": the end of the work
 
-    # Items the child leaves to the parent (ParentOnly) come back at once through
+    def run(u: int) -> R:
+        i, payload = units[u]
+        if payload is _UNSCREENED:
+            out = screen(items[i])
+            if not isinstance(out, Later):
+                return out
+            payload = out.payload
+        return work(items[i], payload)
+
+    # Units the child leaves to the parent (ParentOnly) come back at once through
     # their own pipe, so the parent does them while the child still works.
     left_r, left_w = os.pipe()
     pending = bytearray()
@@ -101,21 +213,21 @@ def map_files(work: Callable[[T], R], items: list[T]) -> list[R]:
         done: dict[int, R] = {}
         while True:
             if not child:
-                for i in take_left(block=False):
-                    done[i] = work(items[i])
+                for u in take_left(block=False):
+                    done[u] = run(u)
             record = os.read(tokens_r, _RECORD)
             if len(record) < _RECORD:
                 return done
-            first = int.from_bytes(record, "little") * batch
-            for i in range(first, min(n, first + batch)):
+            first, last = bounds[int.from_bytes(record, "little")]
+            for u in range(first, last):
                 try:
-                    done[i] = work(items[i])
+                    done[u] = run(u)
                 except ParentOnly:
-                    os.write(left_w, i.to_bytes(_RECORD, "little"))  # the parent does it
+                    os.write(left_w, u.to_bytes(_RECORD, "little"))  # the parent does it
 
     results_r, results_w = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: claim batches, send them back, leave without cleanup handlers
+    if pid == 0:  # the child: claim work, send it back, leave without cleanup handlers
         global _IN_CHILD
         _IN_CHILD = True
         code = 1
@@ -131,11 +243,10 @@ def map_files(work: Callable[[T], R], items: list[T]) -> list[R]:
             os._exit(code)
     os.close(results_w)
     os.close(left_w)
-    _warm_up_parser()
     done = claim(child=False)
     os.close(tokens_r)
-    for i in take_left(block=True):  # until the child closes its end
-        done[i] = work(items[i])
+    for u in take_left(block=True):  # until the child closes its end
+        done[u] = run(u)
     os.close(left_r)
     with os.fdopen(results_r, "rb") as inp:
         payload = inp.read()
@@ -146,4 +257,4 @@ def map_files(work: Callable[[T], R], items: list[T]) -> list[R]:
         except Exception:  # noqa: BLE001 - a broken child's share is simply redone
             theirs = {}
         done.update(theirs)
-    return [done[i] if i in done else work(items[i]) for i in range(n)]
+    return {units[u][0]: done[u] if u in done else run(u) for u in range(n)}

@@ -131,6 +131,15 @@ def check_text(text: str, path: str, finding_filter: FindingFilter | None = None
 
 
 def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileResult:
+    screened = screen_file(path)
+    if isinstance(screened, FileResult):
+        return screened
+    return check_text(screened, path, finding_filter)
+
+
+def screen_file(path: str) -> FileResult | str:
+    """The byte screen: the file's result when its bytes settle it (most files of a
+    tree), else its decoded text, which holds a capture size and must be checked."""
     try:
         data = sourcefile.read_bytes(path)
         if nothing_to_check(data):
@@ -140,7 +149,7 @@ def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileRe
         return FileResult(path, error=FileError(path, str(exc)))
     if not has_needle(data):
         return FileResult(path)  # decodes fine, but nothing a rule looks at
-    return check_text(source.text, path, finding_filter)
+    return source.text
 
 
 def fix_source_text(
@@ -232,7 +241,7 @@ def _not_written(result: FileResult, reason: str | None) -> FileResult:
     return result
 
 
-def _guarded(path: str, work: Callable[[str], FileResult]) -> FileResult:
+def _guarded(path: str, work: Callable[[str], FileResult | str]) -> FileResult | str:
     """Run one file's work; an unexpected exception becomes that file's error line
     (with the traceback kept for --verbose) and the run goes on."""
     try:
@@ -255,15 +264,21 @@ def _not_checked(path: str, error: FileError) -> FileResult:
 def check_paths(
     paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
 ) -> RunResult:
-    from cgguard.static.driver.parallel import map_files
+    from cgguard.static.driver.parallel import Later, map_files
 
-    def work(item: tuple[str, FileError | None]) -> FileResult:
+    # Every file goes through the byte screen; what it leaves (text holding a capture
+    # size) is the real work. A second process shares both only once that work pays.
+    def screen(item: tuple[str, FileError | None]) -> FileResult | Later[str]:
         path, error = item
         if error:
             return _not_checked(path, error)
-        return _guarded(path, lambda p: check_file(p, finding_filter))
+        screened = _guarded(path, screen_file)
+        return screened if isinstance(screened, FileResult) else Later(screened, len(screened))
 
-    return RunResult(files=map_files(work, list(iter_python_files(paths, settings))))
+    def work(item: tuple[str, FileError | None], text: str) -> FileResult:
+        return _guarded(item[0], lambda p: check_text(text, p, finding_filter))
+
+    return RunResult(files=map_files(screen, work, list(iter_python_files(paths, settings))))
 
 
 def fix_paths(
