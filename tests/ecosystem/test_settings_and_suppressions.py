@@ -86,14 +86,15 @@ def _tree(folder: Path, setting: str) -> Path:
 @pytest.mark.parametrize("setting", list(SETTINGS))
 def test_same_findings_and_bytes_as_cgguard(setting: str, tmp_path: Path) -> None:
     original = _tree(tmp_path / "original", setting)
-    expected = cgguard_findings(original)
+    reported = _check_json(original)
+    expected = {(f["path"], f["line"], f["column"], f["code"], f["message"]) for f in reported}
     assert expected, "the tree must leave something to report"
 
     # Fixit lint: the same findings, and "has autofix" exactly where cgguard fix would fix.
     by_fixit = fixit_findings_and_autofix(original)
     assert {f for f, _ in by_fixit} == expected
     unsafe_on = "unsafe-fixes = true" in (SETTINGS[setting] or ("", ""))[1]
-    wanted = {(f["path"], f["line"], f["code"]) for f in _check_json(original) if _applied(f["fix"], unsafe_on)}
+    wanted = {(f["path"], f["line"], f["code"]) for f in reported if _applied(f["fix"], unsafe_on)}
     assert {(f[0], f[1], f[3]) for f, autofix in by_fixit if autofix} == wanted
 
     fixed = tmp_path / "cgguard"
@@ -191,3 +192,22 @@ def test_a_bad_settings_file_fails_the_file_and_writes_nothing(tmp_path: Path) -
     mod = run_python("-m", "libcst.tool", "codemod", "-x", "--no-format", CODEMOD, ".", cwd=tree)
     assert mod.returncode != 0 and reason in mod.stdout + mod.stderr
     assert files(tree) == before
+
+
+def test_excludes_are_the_tools_business(tmp_path: Path) -> None:
+    """`extend-exclude` decides what `cgguard check .` finds while walking; a file Fixit or
+    the codemod hands over is checked as if named on cgguard's command line."""
+    tree = tmp_path / "t"
+    (tree / "legacy").mkdir(parents=True)
+    (tree / "pyproject.toml").write_text('[tool.cgguard]\nextend-exclude = ["legacy"]\n', encoding="utf-8")
+    (tree / "legacy" / "old_runner.py").write_text(SUPPRESSED, encoding="utf-8")
+    assert cgguard_findings(tree) == set()
+    named = run_cgguard("check", "--format", "json", "legacy/old_runner.py", cwd=tree)
+    expected = {(f["path"], f["line"], f["column"], f["code"], f["message"]) for f in json.loads(named.stdout)}
+    assert expected and fixit_findings(tree) == expected
+    fixed = tmp_path / "cgguard"
+    shutil.copytree(tree, fixed)
+    run_cgguard("fix", "legacy/old_runner.py", cwd=fixed)
+    codemod(tree)
+    assert files(tree) == files(fixed)
+    assert (tree / "legacy" / "old_runner.py").read_text() != SUPPRESSED
