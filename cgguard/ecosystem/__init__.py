@@ -6,7 +6,9 @@
 - :mod:`cgguard.ecosystem.codemod`: a libcst codemod command
   (``python -m libcst.tool codemod -x --no-format cgguard.ecosystem.codemod.BoundProfilingBlocks PATH``).
 
-Both run :mod:`cgguard.static.rules.engine` on the module the tool parsed and use
-its reports as they are: the same findings as ``cgguard check``, the same fixes as
-``cgguard fix`` (safe fixes only; unsafe and display-only ones are reported).
+Both run :mod:`cgguard.static.rules.engine` on the module the tool parsed and keep
+what cgguard's settings and suppressions keep for that file
+(:mod:`cgguard.ecosystem.settings`): the same findings as ``cgguard check``, the same
+fixes as ``cgguard fix`` without ``--unsafe-fixes`` (unsafe ones only with
+``unsafe-fixes = true``; display-only ones are reported, never applied).
 """

@@ -2,10 +2,12 @@
 
     python -m libcst.tool codemod -x --no-format cgguard.ecosystem.codemod.BoundProfilingBlocks PATH
 
-Applies the safe fixes ``cgguard fix`` applies, node for node, until nothing
-changes (as cgguard's fixer does), and reports every finding as a codemod
-warning (``-u`` shows a diff instead of writing). ``--no-format``: the change is
-already laid out as upstream's; without it the codemod CLI runs black.
+Applies the fixes ``cgguard fix`` applies, node for node, until nothing changes
+(as cgguard's fixer does), and reports every finding as a codemod warning (``-u``
+shows a diff instead of writing). cgguard's settings and suppressions hold as in
+``cgguard fix`` (:mod:`cgguard.ecosystem.settings`): an unsafe fix is applied only
+with ``unsafe-fixes = true``. ``--no-format``: the change is already laid out as
+upstream's; without it the codemod CLI runs black.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import libcst as cst
 from libcst.codemod import CodemodCommand
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from cgguard.ecosystem.common import module_reports, safe_fixes
+from cgguard.ecosystem.common import fixes_to_apply, module_reports
 
 MAX_ROUNDS = 8
 
@@ -26,6 +28,7 @@ class BoundProfilingBlocks(CodemodCommand):
     )
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        path = self.context.filename
         for round_ in range(MAX_ROUNDS):
             ranges = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
 
@@ -33,12 +36,12 @@ class BoundProfilingBlocks(CodemodCommand):
                 r = ranges[node]
                 return (r.start.line, r.start.column, r.end.line, r.end.column)
 
-            found = module_reports(tree, span)
+            found, settings = module_reports(tree, span, path)
             if round_ == 0:
                 for report in found:
                     line, col, _, _ = span(report.hit.node)
                     self.warn(f"{line}:{col + 1}: {report.code} {report.message}")
-            todo = safe_fixes(found, span)
+            todo = fixes_to_apply(found, span, settings)
             if not todo:
                 break
             swap = {id(r.fix.replacement.old): r.fix.replacement.new for r in todo}

@@ -1,4 +1,5 @@
-"""What both adapters do with a module: run the engine, order the reports, pick the fixes."""
+"""What both adapters do with a module: run the engine, keep what cgguard's settings keep,
+order the reports, pick the fixes."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ from typing import Callable
 
 import libcst as cst
 
-from cgguard.static.rules.base import SAFE, Context, Report, Span
+from cgguard.ecosystem.settings import applies, kept, settings_for
+from cgguard.static.rules.base import Context, Report, Span
 from cgguard.static.rules.engine import scope_hits
 from cgguard.static.rules.flow import ClassFacts
+from cgguard.static.workflow.config import Settings
 
 
 def split_lines(text: str) -> list[str]:
@@ -18,12 +21,14 @@ def split_lines(text: str) -> list[str]:
 
 
 def module_reports(
-    module: cst.Module, position: Callable[[cst.CSTNode], Span], text: str | None = None
-) -> list[Report]:
-    """Every report of every rule on a whole module, in file order (as ``cgguard check``)."""
+    module: cst.Module, position: Callable[[cst.CSTNode], Span], path: str | None
+) -> tuple[list[Report], Settings]:
+    """What ``cgguard check PATH`` reports on a whole module, in file order, and the
+    settings it used (:mod:`cgguard.ecosystem.settings`)."""
     from cgguard.static.rules.engine import reports
 
-    text = module.code if text is None else text
+    settings = settings_for(path)
+    text = module.code
     lines = split_lines(text)
 
     def class_facts(node: cst.ClassDef) -> ClassFacts:
@@ -35,7 +40,7 @@ def module_reports(
 
     hits = scope_hits(module, None, class_facts)
     if not hits:
-        return []
+        return [], settings
     ctx = Context(module, text, lines, position)
     found = reports(hits, ctx)
     # One report per place and code, as cgguard's findings are a set.
@@ -43,16 +48,20 @@ def module_reports(
     for report in found:
         key = (position(report.hit.node), report.code, report.message)
         seen.setdefault(key, report)
-    return sorted(seen.values(), key=lambda r: (position(r.hit.node)[:2], r.code))
+    ordered = sorted(seen.values(), key=lambda r: (position(r.hit.node)[:2], r.code))
+    return kept(ordered, module, text, lines, position, path, settings), settings
 
 
-def safe_fixes(found: list[Report], position: Callable[[cst.CSTNode], Span]) -> list[Report]:
-    """The safe fixes of one round, in file order, skipping any that overlaps an earlier one
-    (the next round sees it again), as cgguard's fixer does."""
+def fixes_to_apply(
+    found: list[Report], position: Callable[[cst.CSTNode], Span], settings: Settings
+) -> list[Report]:
+    """The fixes of one round ``cgguard fix`` would apply (:func:`applies`), in file order,
+    skipping any that overlaps an earlier one (the next round sees it again), as
+    cgguard's fixer does."""
     taken: list[Report] = []
     claimed: list[tuple[tuple[int, int], tuple[int, int]]] = []
     for report in found:
-        if report.fix is None or report.fix.applicability != SAFE:
+        if not applies(report.fix, settings):
             continue
         first, c0, last, c1 = position(report.fix.replacement.old)
         span = ((first, c0), (last, c1))

@@ -9,20 +9,22 @@ or, in ``pyproject.toml``::
     enable = ["cgguard.ecosystem.fixit"]
 
 Each rule runs cgguard's engine on the module Fixit parsed and reports what
-``cgguard check`` reports, at the same place, with cgguard's message; a safe fix
-is the same CST change ``cgguard fix`` makes (Fixit applies it to that node).
-Unsafe and display-only fixes are reported without an autofix, as ``cgguard fix``
-leaves them unless asked.
+``cgguard check`` reports, at the same place, with cgguard's message, under the
+same settings and suppressions (:mod:`cgguard.ecosystem.settings`; Fixit's own
+``# lint-ignore`` works too). A fix ``cgguard fix`` applies is the same CST change
+here (Fixit applies it to that node); the others are reported without an autofix:
+display-only ones always, unsafe ones unless the settings say ``unsafe-fixes = true``
+(Fixit has no ``--unsafe-fixes`` flag).
 """
 
 from __future__ import annotations
 
 import libcst as cst
 from fixit import Invalid, LintRule, Valid
-from libcst.metadata import PositionProvider
+from libcst.metadata import FilePathProvider, PositionProvider
 
 from cgguard.ecosystem.common import module_reports
-from cgguard.static.rules.base import SAFE
+from cgguard.ecosystem.settings import applies
 
 
 def _cases(code: str, kind: str) -> list[str]:
@@ -42,7 +44,9 @@ class _Engine:
     """What both rules do (a mixin, not a LintRule: Fixit collects every LintRule
     subclass of this module as a rule)."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    # FilePathProvider: the file's path, which decides its settings (Fixit builds the
+    # repository manager that provides it for every file it lints).
+    METADATA_DEPENDENCIES = (PositionProvider, FilePathProvider)
     CODE = ""
 
     def _span(self, node: cst.CSTNode):
@@ -51,16 +55,18 @@ class _Engine:
 
     def _reports(self, node: cst.Module):
         if _last[0] is not node:
-            _last[:] = [node, module_reports(node, self._span)]
+            path = self.get_metadata(FilePathProvider, node, None)
+            _last[:] = [node, module_reports(node, self._span, None if path is None else str(path))]
         return _last[1]
 
     def visit_Module(self, node: cst.Module) -> bool:
-        for report in self._reports(node):
+        found, settings = self._reports(node)
+        for report in found:
             if report.code != self.CODE:
                 continue
             where = self.get_metadata(PositionProvider, report.hit.node)
             fix = report.fix
-            if fix is not None and fix.applicability == SAFE:
+            if applies(fix, settings):
                 self.report(fix.replacement.old, report.message, position=where, replacement=fix.replacement.new)
             else:
                 self.report(report.hit.node, report.message, position=where)

@@ -8,7 +8,6 @@ message) and fix files into exactly the bytes ``cgguard fix`` writes.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import shutil
@@ -20,38 +19,26 @@ import pytest
 
 from cgguard.static.workflow.ruledocs import all_rules
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, run_cgguard
+from tests.ecosystem.tools import CODEMOD, FIXIT_RULES, Finding, cgguard_findings, files, fixit_findings, run_python
 from tests.workflow.conftest import readme_snippet
 
-FIXIT_RULES = "cgguard.ecosystem.fixit"
-CODEMOD = "cgguard.ecosystem.codemod.BoundProfilingBlocks"
-# `path@LINE:COL RULE: message` with Fixit's 0-based column, then maybe ` (has autofix)`.
-FIXIT_LINE = re.compile(r"^(?P<path>.+)@(?P<line>\d+):(?P<col>\d+) (?P<code>CGG\d{3}): (?P<msg>.*?)(?: \(has autofix\))?$")
 RUNNER_REL = Path("v1") / "worker" / "gpu_model_runner.py"
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return run_python(*args, cwd=cwd)
 
 
-def _cgguard_findings(folder: Path) -> set[tuple[str, int, int, str, str]]:
-    result = run_cgguard("check", "--isolated", "--format", "json", ".", cwd=folder)
-    assert result.returncode in (0, 1), result.stderr
-    return {(Path(f["path"]).name, f["line"], f["column"], f["code"], f["message"]) for f in json.loads(result.stdout)}
+def _cgguard_findings(folder: Path) -> set[Finding]:
+    return cgguard_findings(folder, "--isolated")
 
 
-def _fixit_findings(folder: Path) -> set[tuple[str, int, int, str, str]]:
-    result = _run("-m", "fixit", "--rules", FIXIT_RULES, "lint", ".", cwd=folder)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    found = set()
-    for line in result.stdout.splitlines():
-        m = FIXIT_LINE.match(line)
-        assert m, f"unexpected Fixit output line: {line!r}\n{result.stderr}"
-        found.add((Path(m["path"]).name, int(m["line"]), int(m["col"]) + 1, m["code"], m["msg"]))
-    return found
+def _fixit_findings(folder: Path) -> set[Finding]:
+    return fixit_findings(folder)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.py"))}
+    return files(folder)
 
 
 @pytest.fixture(scope="module")
