@@ -151,3 +151,20 @@ def test_project_cases_are_written_as_a_project(tmp_path: Path):
     assert all(m.fixed_path is None for m in case.modules() if m.rel != "npu_plugin/limits.py")
     # Single-file consumers (the Fixit rule's VALID/INVALID, the benchmarks) never see them.
     assert not [c for r in all_rules() for c in r.cases() if c.path.is_dir() or "/" in c.name]
+
+
+def test_model_table_names_cases_that_exist():
+    """Each row of a rule page's model table names the cases that test it: they exist."""
+    import fnmatch
+
+    for rule in all_rules():
+        section = rule.body.split("## The model", 1)[1].split("\n## ", 1)[0]
+        rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| part")]
+        rows = [r for r in rows if not r.startswith(("| what", "|---"))]
+        assert len(rows) >= 3, rule.code
+        names = {c.name for c in rule.cases()} | {c.name for c in rule.project_cases()}
+        for row in rows:
+            cited = re.findall(r"`([a-z0-9_*]+)`", row.rstrip(" |").rsplit("|", 1)[1])
+            assert cited, (rule.code, row)
+            for name in cited:
+                assert fnmatch.filter(names, name), (rule.code, name)
