@@ -193,8 +193,10 @@ def reported_paths(tool: str, root: Path, work: Path) -> list[tuple[str, int]]:
             raise BenchError("cgguard on the rule cases: output is not the JSON expected") from None
     venv_bin = bench.tools_venv(work) / "bin"
     if tool == "semgrep":
+        # --timeout 0: no per-file time limit (semgrep's default of 5 s per rule and file
+        # can drop a result on a loaded machine; recall must not depend on load).
         cmd = [str(venv_bin / "semgrep"), "scan", "--config", str(bench.RULES / "semgrep.yml"), "--json",
-               "--quiet", "--metrics=off", "--disable-version-check", "--no-git-ignore", *targets]
+               "--quiet", "--metrics=off", "--disable-version-check", "--no-git-ignore", "--timeout", "0", *targets]
         proc = _run(cmd, root, bench.semgrep_environment(), tool)
         try:
             out = json.loads(proc.stdout)
