@@ -117,7 +117,11 @@ def test_the_printed_command_makes_the_next_doctor_run_say_not_affected(tmp_path
             assert command == f"cgguard fix --isolated {runner}"
         # ... which is true: run as is, it changes nothing and doctor still says affected.
         plain = cgguard("fix", str(root))
-        assert plain.returncode == 0, plain.stdout + plain.stderr
+        if case == "excluded":  # its only Python file excluded: nothing checked is an error
+            assert plain.returncode == 2, plain.stdout + plain.stderr
+            assert "nothing checked" in plain.stderr
+        else:
+            assert plain.returncode == 0, plain.stdout + plain.stderr
         assert runner.read_text(encoding="utf-8") == text
         assert cgguard("doctor", "--path", str(root)).returncode == 1
     # JSON carries the same command and what is left out.
