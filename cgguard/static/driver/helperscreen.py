@@ -27,7 +27,7 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Callable
 
-from cgguard.static.rules.vocabulary import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
+from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.

@@ -26,7 +26,7 @@ from cgguard.static.driver.findings import Finding, Fix, TextEdit
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import SourceText
-from cgguard.static.rules.vocabulary import SINK_WORDS
+from cgguard.static.rules.model import SINK_WORDS
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
@@ -172,7 +172,7 @@ def _last(node: ast.AST) -> str | None:
 
 
 def _is_source(node: ast.AST) -> bool:
-    from cgguard.static.rules import vocabulary as vocab
+    from cgguard.static.rules import model as vocab
 
     # A value read (an assignment target is not a source).
     if isinstance(node, ast.Attribute):
@@ -185,7 +185,7 @@ def _is_source(node: ast.AST) -> bool:
 
 
 def _is_sink(node: ast.AST) -> bool:
-    from cgguard.static.rules import vocabulary as vocab
+    from cgguard.static.rules import model as vocab
 
     if isinstance(node, ast.Call):
         callee = _last(node.func)

@@ -4,7 +4,7 @@ A *scope* is a function body, a class body or the module body, without the scope
 nested in it (libcst nodes throughout). Statements are walked in order; every local
 name or attribute chain assigned in the scope remembers whether its value derives
 from a capture size (a :class:`Taint`). When a tainted value reaches a block-count
-sink (see :mod:`cgguard.static.rules.vocabulary`), a :class:`Hit` is recorded at the
+sink (see :mod:`cgguard.static.rules.model`), a :class:`Hit` is recorded at the
 place the value *becomes* the count, with the node the fix would wrap.
 
 The walk is deliberately simple (no branches merged, no fixed point): block
@@ -22,15 +22,14 @@ from typing import Callable, Sequence
 import libcst as cst
 
 from cgguard.static.rules import nodes, reach
-from cgguard.static.rules import vocabulary as vocab
+from cgguard.static.rules import model as vocab
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
 # passed through max(<capture size>, ...) (CGG002).
 TOKEN = "token"
 MAX = "max"
 
-# Calls that hand their first argument through unchanged in magnitude.
-_PASSTHROUGH_CALLS = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"})
+_PASSTHROUGH_CALLS = vocab.PASSTHROUGH_CALLS
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Matching libcst nodes against the vocabulary: names, chains, capture-size sources.
+"""Matching libcst nodes against the taint model: names, chains, capture-size sources.
 
-The node-level half of :mod:`cgguard.static.rules.vocabulary` (which stays free of
+The node-level half of :mod:`cgguard.static.rules.model` (which stays free of
 libcst, so the driver can screen text without importing it).
 """
 
@@ -11,7 +11,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from cgguard.static.rules.vocabulary import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, REQUEST_COUNT_NAMES
+from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, REQUEST_COUNT_NAMES
 
 # Fields that hold only layout (whitespace, brackets, separators, operators): never
 # an expression or a statement, so walks skip them.

@@ -26,16 +26,12 @@ from typing import Callable, Iterable, Iterator
 import libcst as cst
 
 from cgguard.static.rules import nodes
-from cgguard.static.rules.vocabulary import REQUEST_COUNT_NAMES
-
-# Counts of tokens: a min() of these and a capture size still grows with the token count.
-TOKEN_COUNT_NAMES = frozenset({"max_num_tokens", "max_num_batched_tokens", "max_model_len"})
+from cgguard.static.rules.model import PASSTHROUGH_CALLS as _PASSTHROUGH
+from cgguard.static.rules.model import REQUEST_COUNT_NAMES, TOKEN_COUNT_NAMES
 
 REQUESTS = "requests"
 TOKENS = "tokens"
 
-# Calls that keep the magnitude of their first argument (as the flow's passthrough calls).
-_PASSTHROUGH = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"})
 _OPAQUE = "opaque"
 
 
