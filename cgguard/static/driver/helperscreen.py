@@ -206,6 +206,8 @@ def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
                 return True
         elif isinstance(node, ast.Name) and (node.id in _CAPTURE_NAMES or node.id in tainted):
             return True
+        elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
+            return True  # getattr(x, "max_capture_size", ...)
     return False
 
 

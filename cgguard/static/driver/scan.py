@@ -180,6 +180,9 @@ def _is_source(node: ast.AST) -> bool:
     if isinstance(node, ast.Subscript):
         return _last(node.value) in vocab.CAPTURE_LIST_NAMES and not isinstance(node.ctx, ast.Store)
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == vocab.GETATTR and len(node.args) >= 2:
+            name = node.args[1]
+            return isinstance(name, ast.Constant) and vocab.is_capture_attr_name(name.value)
         return _last(node.func) == "max" and any(_last(a) in vocab.CAPTURE_LIST_NAMES for a in node.args)
     return False
 
@@ -195,6 +198,13 @@ def _is_sink(node: ast.AST) -> bool:
     # A name or attribute receives a count only as an assignment target.
     if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
         return vocab.is_sink_name(_last(node))
+    # A string key of a dict that may be splatted into a call: {"num_blocks": n}, d["num_blocks"] = n.
+    if isinstance(node, ast.Dict):
+        return any(isinstance(k, ast.Constant) and isinstance(k.value, str) and vocab.is_sink_name(k.value)
+                   for k in node.keys)
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        key = node.slice
+        return isinstance(key, ast.Constant) and isinstance(key.value, str) and vocab.is_sink_name(key.value)
     return False
 
 

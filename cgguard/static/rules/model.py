@@ -54,6 +54,13 @@ assert all(any(n in name for n in NEEDLES) for name in CAPTURE_SIZE_ATTRS | CAPT
 # Calls that hand their first argument through unchanged in magnitude.
 PASSTHROUGH_CALLS = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"})
 
+# Calls a block-named local may be handed to without its count leaving the function:
+# the propagators and sanitizers above, conversions, and logging.
+NON_ESCAPING_CALLS = PASSTHROUGH_CALLS | frozenset(
+    {"min", "max", "float", "str", "repr", "bool", "len", "isinstance", "print", "range",
+     "debug", "info", "warning", "warning_once", "info_once", "error", "exception", "log"}
+)
+
 # ---- sanitizers -----------------------------------------------------------------------
 
 # Names of request (sequence) counts: ``self.max_num_reqs``, ``scheduler_config.max_num_seqs``...
