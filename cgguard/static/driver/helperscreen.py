@@ -59,6 +59,7 @@ def needs_full_parse(
     of the function around line index ``i`` (None at module or class level).
     """
     candidates: dict[str, Span] = {}
+    members: set[str] = set()  # attributes set on self from a capture-size count
     for start, end in chunks:
         name = def_name(lines[start])
         if name is None:
@@ -66,6 +67,10 @@ def needs_full_parse(
         body = "".join(lines[start:end])
         if "return" in body and _RETURN_VALUE.search(body):
             candidates.setdefault(name, (start, end))
+        if "self." in body:
+            for attr in stored_members(lines, start, end):
+                members.add(attr)
+                candidates.setdefault(attr, (start, end))
     if not candidates:
         return False
     starts = list(accumulate(map(len, lines), initial=0))
@@ -128,6 +133,10 @@ def needs_full_parse(
                     mine |= carries[name]
                     grown.add(caller)
         frontier = grown
+    # A member set from a capture size (Python's tree said so) that a function with a
+    # block-count word reads: the rules follow it across methods.
+    if reaching & members:
+        return True
     # Text first, then Python's tree (a cheap over-approximation), then the rules' own
     # parse: does the helper's own return carry the capture size?
     return any(
@@ -158,6 +167,59 @@ def may_return_capture(lines: list[str], start: int, end: int) -> bool:
 
 
 _CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
+
+
+def stored_members(lines: list[str], start: int, end: int) -> set[str]:
+    """Attributes a function on ``lines[start:end]`` sets on ``self`` from a value that may
+    carry a capture-size count (not a list of them): candidates for the rules' member flow."""
+    chunk = "".join(lines[start:end])
+    try:
+        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # the chunk's own parse reports it
+    out: set[str] = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        tainted: set[str] = set()
+        stores: list[tuple[list[ast.AST], ast.AST]] = []
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign):
+                stores.append((node.targets, node.value))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                stores.append(([node.target], node.value))
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in stores:
+                if not _counts(value, tainted):
+                    continue
+                for target in targets:
+                    for key in _target_keys(target):
+                        if key not in tainted:
+                            tainted.add(key)
+                            changed = True
+        out |= {key.split(".", 1)[1] for key in tainted if key.startswith("self.") and key.count(".") == 1}
+    return out
+
+
+def _counts(expr: ast.AST, tainted: set[str]) -> bool:
+    """May ``expr`` carry a capture-size *count* (a size, an element of the list, a tainted name)?"""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attribute):
+            if node.attr in CAPTURE_SIZE_ATTRS or _dotted(node) in tainted:
+                return True
+        elif isinstance(node, ast.Name) and node.id in tainted:
+            return True
+        elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
+            return True
+        elif isinstance(node, (ast.Subscript, ast.Call)) and any(
+            isinstance(n, (ast.Attribute, ast.Name)) and (_dotted(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
+            for n in ast.walk(node)
+        ):
+            if isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max":
+                return True
+    return False
 
 
 def _function_may_return(func: ast.AST) -> bool:

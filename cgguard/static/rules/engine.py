@@ -39,7 +39,7 @@ def scope_hits(
         return _scope_flows(tree, facts, class_facts, helper_for)
 
     flows = run(None)
-    if helpers and isinstance(tree, cst.Module) and any(flow.returns for flow, _ in flows):
+    if helpers and isinstance(tree, cst.Module) and any(flow.returns or flow.stored for flow, _ in flows):
         return helperflow.follow(tree, run, flows)
     return [hit for flow, _ in flows for hit in flow.hits]
 

@@ -41,8 +41,9 @@ class Taint:
     # value reaches a sink or leaves the function).
     pending: "Hit | None" = None
     # The call of a helper (a method of the class, a function of the module) the value
-    # came from, and that helper's summary (helperflow.HelperSummary).
-    call: cst.Call | None = None
+    # came from, or the read of a member (a property, an attribute the class sets from a
+    # capture size), and that member's summary (helperflow.HelperSummary).
+    call: cst.Call | cst.Attribute | None = None
     helper: object | None = None
 
 
@@ -114,9 +115,11 @@ class ClassFacts:
         return self._attrs
 
 
-# Markers stored in the environment for locals holding a request count / a token count.
+# Markers stored in the environment for locals holding a request count / a token count /
+# a capture-size list.
 _REQUEST = object()
 _TOKENS = object()
+_CAPTURE_LIST = object()
 
 _SKIPPED_EXPRS = (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)
 
@@ -148,6 +151,8 @@ class Returned:
     request: str | None
     guessed: bool
     chain: str | None  # the capture size's receiver, in the function's names
+    index: int | None = None  # the element of a returned tuple, or None for the whole value
+    attr: str | None = None  # ``self.<attr> = <count>``: the member it sets (not a return)
 
 
 class ScopeFlow:
@@ -163,7 +168,9 @@ class ScopeFlow:
         # The summary of the helper a call calls (helperflow.HelperSummary), or None.
         self.helper = helper
         self.returns: list[Returned] = []
+        self.stored: list[Returned] = []  # `self.name = <count>` (members other methods read)
         self.sunk_calls: set[int] = set()  # ids of helper calls (their func) that became block counts
+        self.other_uses: set[int] = set()  # ids of helper calls whose count also went elsewhere
         self._sunk: dict[int, Taint] = {}  # values already reported (chained targets)
         self._pending: dict[int, Taint] = {}  # values assigned to block-named locals
         self._emitted: set[int] = set()  # ids of pending hits recorded
@@ -189,7 +196,25 @@ class ScopeFlow:
         if isinstance(node, (cst.Name, cst.Attribute)):
             key = nodes.dotted(node)
             value = self.env.get(key) if key else None
-            return value if isinstance(value, Taint) else None
+            if isinstance(value, Taint):
+                return value
+            if value is None and isinstance(node, cst.Attribute) and self.helper is not None:
+                # A member of the class read here: a property, or an attribute another
+                # method set from a capture size.
+                summary = self.helper(node)
+                if summary is not None and summary.index is None:
+                    return Taint(summary.kind, summary.source, call=node, helper=summary)
+            return None
+        if isinstance(node, cst.Subscript):
+            index = nodes.single_index(node)
+            if index is not None and nodes.is_minus_one(index) and self._capture_list(node.value):
+                return Taint(TOKEN, node)  # `sizes[-1]` of a local holding a capture-size list
+            # `helper()[0]`: the element of a helper's tuple that carries the count.
+            if isinstance(node.value, cst.Call) and isinstance(index, cst.Integer) and self.helper is not None:
+                summary = self.helper(node.value)
+                if summary is not None and summary.index == index.evaluated_value:
+                    return Taint(summary.kind, summary.source, call=node.value, helper=summary)
+            return None
         if isinstance(node, cst.BooleanOperation):
             return self.taint_of(node.left) or self.taint_of(node.right)
         if isinstance(node, cst.BinaryOperation):
@@ -203,9 +228,13 @@ class ScopeFlow:
         if isinstance(node, cst.Call):
             summary = self.helper(node) if self.helper is not None else None
             if summary is not None:
+                if summary.index is not None:
+                    return None  # a tuple: one element is the count (see assign_call)
                 return Taint(summary.kind, summary.source, call=node, helper=summary)
             callee = nodes.last_name(node.func)
             args = nodes.positional(node)
+            if callee == "max" and len(args) == 1 and not args[0].star and self._capture_list(args[0].value):
+                return Taint(TOKEN, node)  # max(sizes) of a local holding a capture-size list
             if callee == "min":
                 if any(self._is_request(a.value) for a in args):
                     return None
@@ -221,6 +250,10 @@ class ScopeFlow:
             if callee in _PASSTHROUGH_CALLS and args:
                 return self._arg_taint(args[0])
         return None
+
+    def _capture_list(self, node: cst.BaseExpression) -> bool:
+        """A local holding a capture-size list (``sizes = cc.cudagraph_capture_sizes``)."""
+        return isinstance(node, cst.Name) and self.env.get(node.value) is _CAPTURE_LIST
 
     def _arg_taint(self, arg: cst.Arg) -> Taint | None:
         return None if arg.star else self.taint_of(arg.value)
@@ -326,11 +359,14 @@ class ScopeFlow:
         root, dot, rest = chain.partition(".")
         owner = summary.owner
         params = owner.params() + owner.kwonly()
-        if owner.is_method and params[:1] == [root]:
-            func = taint.call.func
-            base = self._resolve(func.value) if isinstance(func, cst.Attribute) else None
+        call = taint.call
+        receiver = call.func if isinstance(call, cst.Call) else call
+        if owner.implicit_first and params[:1] == [root]:
+            # `self.helper()` / `self.member`: the same object; `cls.`/`Klass.`: no object.
+            own = isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
+            base = "self" if own and receiver.value.value == "self" else None
         elif root in params:
-            arg = reach.call_argument(taint.call, owner, root)
+            arg = reach.call_argument(call, owner, root) if isinstance(call, cst.Call) and not summary.stored else None
             base = self._resolve(arg) if arg is not None else None
         else:
             base = root  # a global (get_current_vllm_config()...)
@@ -353,6 +389,12 @@ class ScopeFlow:
 
     def _request_from_chain(self, chain: str) -> str | None:
         parts = chain.split(".")
+        if parts[-1] in vocab.CAPTURE_LIST_NAMES:
+            parts = parts[:-1]  # `sizes[-1]` of a local list: its receiver
+        for i, part in enumerate(parts[:-1]):
+            if part in ("runner", "model_runner") and i + 1 < len(parts):
+                # `runner.vllm_config.compilation_config`: the runner has the request count.
+                return ".".join(parts[: i + 1]) + ".max_num_reqs"
         if parts[-1] == "compilation_config":
             parts = parts[:-1]
         if not parts:
@@ -401,7 +443,7 @@ class ScopeFlow:
             self.emit(taint)
         elif not taint.reported:
             if taint.call is not None:
-                self.sunk_calls.add(id(taint.call.func))
+                self.sunk_calls.add(_ref_id(taint.call))
             self.hits.append(self._hit(taint, value, sink, parent))
         result = self._sunk[id(value)] = replace(taint, reported=True)
         return result
@@ -417,7 +459,7 @@ class ScopeFlow:
             request=request,
             stmt=self.current_stmt,
             guessed=guessed,
-            via=None if taint.helper is None else taint.helper.owner.name + "()",
+            via=None if taint.helper is None else taint.helper.spelled,
             helper=taint.helper,
         )
 
@@ -445,7 +487,7 @@ class ScopeFlow:
             return
         self._emitted.add(id(taint.pending))
         if taint.call is not None:
-            self.sunk_calls.add(id(taint.call.func))
+            self.sunk_calls.add(_ref_id(taint.call))
         self.hits.append(taint.pending)
 
     def escapes(self, node: cst.BaseExpression) -> None:
@@ -461,7 +503,11 @@ class ScopeFlow:
             return
         if isinstance(node, cst.StarredElement):
             node = node.value
-        self.emit(self.taint_of(node))
+        taint = self.taint_of(node)
+        if taint is not None and taint.pending is None and taint.call is not None:
+            # A member's count used otherwise (a token buffer...): its finding stays at its uses.
+            self.other_uses.add(_ref_id(taint.call))
+        self.emit(taint)
 
     # ---- states (flow-sensitive walk) ----------------------------------------
     def snapshot(self) -> "State":
@@ -488,6 +534,8 @@ class ScopeFlow:
                 env[key] = _TOKENS
             elif all(v is _REQUEST for v in values):
                 env[key] = _REQUEST
+            elif all(v is _CAPTURE_LIST for v in values):
+                env[key] = _CAPTURE_LIST
             elif all(isinstance(v, SplatDict) for v in values):
                 env[key] = SplatDict.merged(values)
         aliases: dict[str, cst.BaseExpression] = {}
@@ -532,6 +580,8 @@ class ScopeFlow:
         if isinstance(node, cst.Assign):
             self.expr(node.value)
             for target in node.targets:
+                if self.assign_call(target.target, node.value):
+                    continue
                 for name, value in reach.unpack_pairs(target.target, node.value):
                     if value is None:
                         self.forget(name)
@@ -644,13 +694,60 @@ class ScopeFlow:
             return  # a loop's second pass
         self._returned.add(id(node))
         self.escapes(value)
+        if isinstance(value, cst.Tuple):
+            # `return <count>, other`: the element that carries the count, by position.
+            for i, element in enumerate(value.elements):
+                if isinstance(element, cst.StarredElement):
+                    return
+                self._summarise(node, element.value, i, value)
+            return
+        self._summarise(node, value, None, None)
+
+    def _summarise(self, stmt, value, index, parent) -> None:
         taint = self.taint_of(value)
         if taint is None or taint.reported or taint.pending is not None:
             return
         request, guessed = self.request_of(taint)
         self.returns.append(
-            Returned(node, value, taint, self.locate(value, None), request, guessed, self.chain_of(taint))
+            Returned(stmt, value, taint, self.locate(value, parent), request, guessed, self.chain_of(taint), index)
         )
+
+    def stored_on_self(self, target: cst.Attribute, value: cst.BaseExpression, parent) -> None:
+        """``self.name = <count>`` (not a block-count name): a member other methods may read."""
+        if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        taint = self.taint_of(value)
+        if taint is None or taint.reported or taint.pending is not None:
+            return
+        request, guessed = self.request_of(taint)
+        self.stored.append(
+            Returned(self.current_stmt, value, taint, self.locate(value, parent), request, guessed,
+                     self.chain_of(taint), None, target.attr.value)
+        )
+
+    def assign_call(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """``a, b = helper()`` where one element of the helper's tuple carries the count."""
+        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call) and self.helper):
+            return False
+        summary = self.helper(value)
+        elements = target.elements
+        if summary is None or summary.index is None or summary.index >= len(elements):
+            return False
+        if any(isinstance(e, cst.StarredElement) for e in elements):
+            return False
+        self.forget(target)
+        element = elements[summary.index].value
+        key = nodes.dotted(element)
+        if key is not None:
+            taint = Taint(summary.kind, summary.source, call=value, helper=summary)
+            name = nodes.last_name(element) or ""
+            if vocab.is_sink_name(name) and isinstance(element, cst.Attribute):
+                self.sink(value, sink=key)
+                taint = replace(taint, reported=True)
+            elif vocab.is_sink_name(name):
+                taint = self._pending.setdefault(id(value), replace(taint, pending=self._hit(taint, value, key, None)))
+            self.env[key] = taint
+        return True
 
     def forget(self, target: cst.BaseExpression) -> None:
         """A target assigned a value the flow does not follow (``a, b = f()``)."""
@@ -684,10 +781,13 @@ class ScopeFlow:
             result = self.taint_of(value)
             if isinstance(target, cst.Attribute):
                 self.escapes(value)  # stored on an object
+                self.stored_on_self(target, value, parent)
             if result is None:
                 splat = self._splat_dict(value)
                 if splat is not None:
                     result = splat
+                elif isinstance(target, cst.Name) and nodes.last_name(value) in vocab.CAPTURE_LIST_NAMES:
+                    result = _CAPTURE_LIST
                 else:
                     kind = self._count_kind(value)
                     result = _REQUEST if kind == reach.REQUESTS else _TOKENS if kind == reach.TOKENS else None
@@ -744,11 +844,14 @@ class ScopeFlow:
             stack.extend(reversed(list(nodes.children(cur))))
 
     def call(self, node: cst.Call) -> None:
+        sunk: set[int] = set()
         for arg in node.args:
             if arg.keyword is not None and vocab.is_sink_name(arg.keyword.value):
                 self.sink(arg.value, sink=f"{arg.keyword.value}=")
+                sunk.add(id(arg))
             elif arg.star == "**":
                 self._splatted(arg.value)
+                sunk.add(id(arg))
         callee = nodes.last_name(node.func)
         args = [a for a in nodes.positional(node) if not a.star]
         # A builder also handed a request count is being bounded by it (as in
@@ -756,10 +859,11 @@ class ScopeFlow:
         if callee and vocab.is_profiling_builder(callee) and not any(self._is_request(a.value) for a in args):
             for arg in args:
                 self.sink(arg.value, sink=f"{callee}(...)")
+                sunk.add(id(arg))
         if callee not in vocab.NON_ESCAPING_CALLS:
             # Handed to another function: a block-named local's count leaves this one.
             for arg in node.args:
-                if arg.star != "**":
+                if id(arg) not in sunk:
                     self.escapes(arg.value)
 
 
@@ -803,16 +907,25 @@ def _dict_sinks(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression
     return out
 
 
+def _ref_id(read: cst.Call | cst.Attribute) -> int:
+    """The node a reference search finds for a member's call or read (its name)."""
+    return id(read.func) if isinstance(read, cst.Call) else id(read)
+
+
 def _receiver(source: cst.BaseExpression) -> cst.BaseExpression | None:
     """The object a capture-size expression was read from."""
     if isinstance(source, cst.Attribute):
         return source.value
     if isinstance(source, cst.Subscript) and isinstance(source.value, cst.Attribute):
         return source.value.value
+    if isinstance(source, cst.Subscript) and isinstance(source.value, cst.Name):
+        return source.value  # a local list: resolved through its alias
     if isinstance(source, cst.Call) and nodes.getattr_name(source) is not None:
         return source.args[0].value  # getattr(<receiver>, "max_capture_size", ...)
     if isinstance(source, cst.Call) and isinstance(source.args[0].value, cst.Attribute):
         return source.args[0].value.value
+    if isinstance(source, cst.Call) and isinstance(source.args[0].value, cst.Name):
+        return source.args[0].value
     return None
 
 

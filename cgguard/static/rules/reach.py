@@ -264,6 +264,19 @@ class Owner:
     def is_method(self) -> bool:
         return self.cls is not None
 
+    @property
+    def decorators(self) -> frozenset[str]:
+        return frozenset(nodes.last_name(d.decorator) or "" for d in self.func.decorators)
+
+    @property
+    def is_property(self) -> bool:
+        return self.is_method and bool(self.decorators & {"property", "cached_property"})
+
+    @property
+    def implicit_first(self) -> bool:
+        """Its first parameter is the object or class (``self``/``cls``), not an argument."""
+        return self.is_method and "staticmethod" not in self.decorators
+
     def params(self) -> list[str]:
         p = self.func.params
         return [a.name.value for a in (*p.posonly_params, *p.params)]
@@ -304,19 +317,45 @@ class ModuleDefs:
     def resolve(self, call: cst.Call, cls: cst.ClassDef | None) -> cst.FunctionDef | None:
         """The helper a call in a method of ``cls`` (or a module function) calls.
 
-        ``self.name(...)`` in a method: ``cls``'s own method; ``name(...)``: the
-        module's function. Anything else is not resolved.
+        ``name(...)``: the module's function; in a method, ``self.name(...)``,
+        ``cls.name(...)`` and ``type(self).name(...)``: ``cls``'s own method;
+        ``Klass.name(...)``: the method of the module's class ``Klass``. A property
+        is read, not called: :meth:`resolve_read`.
         """
         func = call.func
         if isinstance(func, cst.Name):
             return self.functions.get(func.value)
+        if not isinstance(func, cst.Attribute):
+            return None
+        found = self._method(func.value, func.attr.value, cls)
+        return None if found is None or Owner(found, cls).is_property else found
+
+    def resolve_read(self, node: cst.Attribute, cls: cst.ClassDef | None) -> cst.FunctionDef | None:
+        """The property of ``cls`` that ``self.name`` reads."""
+        if cls is None or not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+            return None
+        found = self.methods.get(id(cls), {}).get(node.attr.value)
+        return found if found is not None and Owner(found, cls).is_property else None
+
+    def _method(self, receiver: cst.BaseExpression, name: str, cls: cst.ClassDef | None):
+        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls") and cls is not None:
+            return self.methods.get(id(cls), {}).get(name)
         if (
-            cls is not None
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == "self"
+            isinstance(receiver, cst.Call)
+            and nodes.last_name(receiver.func) == "type"
+            and cls is not None
         ):
-            return self.methods.get(id(cls), {}).get(func.attr.value)
+            return self.methods.get(id(cls), {}).get(name)
+        if isinstance(receiver, cst.Name):
+            for klass in self.classes:
+                if klass.name.value == receiver.value:
+                    return self.methods.get(id(klass), {}).get(name)
+        return None
+
+    def class_of(self, func: cst.FunctionDef) -> cst.ClassDef | None:
+        for klass in self.classes:
+            if any(f is func for f in self.methods[id(klass)].values()):
+                return klass
         return None
 
 
@@ -339,14 +378,22 @@ def _block_stmts(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
 
 
 def references(module: cst.Module, names: set[str]) -> list[cst.CSTNode]:
-    """Every Name or ``.attr`` in the module spelling one of ``names`` (def names excluded)."""
+    """Every Name or ``.attr`` in the module spelling one of ``names`` read (def names,
+    assignment targets excluded)."""
     out: list[cst.CSTNode] = []
     # Names that are no reference: a def's or class's own name, a parameter, a keyword
-    # argument, and the attribute name of ``x.attr`` (the Attribute itself counts).
+    # argument, an assignment target, and the attribute name of ``x.attr`` (the
+    # Attribute itself counts).
     skip: set[int] = set()
     for node in nodes.walk(module):
         if id(node) in skip:
+            if isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
             continue
+        if isinstance(node, cst.AssignTarget):
+            skip.add(id(node.target))
+        elif isinstance(node, cst.AnnAssign):
+            skip.add(id(node.target))
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
             skip.add(id(node.name))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
@@ -368,7 +415,7 @@ def call_argument(call: cst.Call, owner: Owner, param: str) -> cst.BaseExpressio
     params = owner.params()
     if param not in params:
         return None
-    index = params.index(param) - (1 if owner.is_method else 0)
+    index = params.index(param) - (1 if owner.implicit_first else 0)
     positional = nodes.positional(call)
     if 0 <= index < len(positional) and not any(a.star for a in positional[: index + 1]):
         return positional[index].value
