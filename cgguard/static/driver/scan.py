@@ -245,7 +245,7 @@ def _check_chunks(text, lines, path, needles, chunks, tree=None) -> list[Finding
 
         positions = _Positions(module, offset)
         hits = scope_hits(
-            module, whole.class_around(start + 1), _class_facts_at(lines, positions), helpers=False
+            module, whole.class_around(start + 1), _class_facts_at(lines, positions, whole.aliases), helpers=False
         )
         if hits:
             findings.extend(_findings(hits, module, positions, src, path, whole.none_checked))
@@ -386,7 +386,8 @@ def _full(text: str, lines: list[str], path: str, needles: list[int]) -> list[Fi
     from cgguard.static.rules.engine import scope_hits
 
     positions = _Positions(module, 0)
-    hits = scope_hits(module, None, _class_facts_at(lines, positions))
+    aliases = _Aliases(text, path)
+    hits = scope_hits(module, None, _class_facts_at(lines, positions, aliases))
     findings = _findings(hits, module, positions, SourceText(text, lines), path) if hits else []
     return sorted(set(findings), key=Finding.sort_key)
 
@@ -411,7 +412,7 @@ class _Positions:
         return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
 
 
-def _class_facts_at(lines: list[str], positions: _Positions):
+def _class_facts_at(lines: list[str], positions: _Positions, aliases):
     """Facts of a class parsed in ``module``: its lines, found from its position when needed."""
     from cgguard.static.rules.flow import ClassFacts
 
@@ -420,9 +421,25 @@ def _class_facts_at(lines: list[str], positions: _Positions):
             first, _, last, _ = positions(node)
             return lines[first - 1 : last]
 
-        return ClassFacts(node.name.value, class_lines)
+        return ClassFacts(node.name.value, class_lines, aliases)
 
     return facts
+
+
+class _Aliases:
+    """The file's import aliases, from Python's tree of it, read once and only when asked."""
+
+    def __init__(self, text: str, path: str, tree: ast.Module | None = None):
+        self._text, self._path, self._tree = text, path, tree
+        self._found: dict[str, str] | None = None
+
+    def __call__(self) -> dict[str, str]:
+        if self._found is None:
+            from cgguard.static.rules.reach import import_aliases
+
+            tree = self._tree if self._tree is not None else ast.parse(self._text, filename=self._path)
+            self._found = import_aliases(tree)
+        return self._found
 
 
 class _WholeFile:
@@ -440,10 +457,19 @@ class _WholeFile:
         self._starts: dict[int, list[int]] = {}
         self._facts: dict[int, object] = {}
         self.none_checked: dict[str, bool] = {}
+        self._aliases: dict[str, str] | None = None
 
     def check_parses(self) -> None:
         if self._tree is None:
             self._tree = ast.parse(self.text, filename=self.path)
+
+    def aliases(self) -> dict[str, str]:
+        from cgguard.static.rules.reach import import_aliases
+
+        self.check_parses()
+        if self._aliases is None:
+            self._aliases = import_aliases(self._tree)
+        return self._aliases
 
     def class_around(self, lineno: int) -> "_LazyClassFacts":
         """Facts of the innermost class holding line ``lineno``, looked up on first use."""
@@ -461,7 +487,7 @@ class _WholeFile:
         facts = self._facts.get(id(found))
         if facts is None:
             lines = self.lines[found.lineno - 1 : found.end_lineno]
-            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines)
+            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines, self.aliases)
         return facts
 
 

@@ -92,9 +92,16 @@ class ClassFacts:
 
     _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 
-    def __init__(self, name: str, class_lines: Callable[[], list[str]]):
+    def __init__(
+        self,
+        name: str,
+        class_lines: Callable[[], list[str]],
+        aliases: Callable[[], dict[str, str]] | None = None,
+    ):
         self.name = name
         self._class_lines = class_lines
+        # The file's import aliases (reach.import_aliases), read when a fix asks.
+        self._aliases = aliases
         self._attrs: frozenset[str] | None = None
         self._runner: bool | None = None
 
@@ -102,7 +109,8 @@ class ClassFacts:
     def is_runner(self) -> bool:
         """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
         if self._runner is None:
-            self._runner = reach.names_model_runner(self.name, self._class_lines())
+            aliases = self._aliases() if self._aliases is not None else {}
+            self._runner = reach.names_model_runner(self.name, self._class_lines(), aliases)
         return self._runner
 
     @property

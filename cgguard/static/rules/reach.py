@@ -177,6 +177,11 @@ def class_header(lines: list[str]) -> str:
 
 def base_names(lines: list[str]) -> list[str]:
     """Last names of the base classes (``pkg.GPUModelRunner`` -> ``GPUModelRunner``)."""
+    return [b.rsplit(".", 1)[-1] for b in base_chains(lines)]
+
+
+def base_chains(lines: list[str]) -> list[str]:
+    """The base classes as written (``pkg.GPUModelRunner``, ``Base``), without subscripts."""
     header = class_header(lines)
     open_at = header.find("(")
     if open_at < 0:
@@ -187,9 +192,9 @@ def base_names(lines: list[str]) -> list[str]:
         part = part.strip()
         if not part or "=" in part.split("[", 1)[0]:
             continue  # metaclass=..., keywords
-        m = re.match(r"[\w.]*?(\w+)\s*(?:\[|$)", part.lstrip("*"))
+        m = re.match(r"\s*([\w.]*\w)\s*(?:\[|$)", part.lstrip("*"))
         if m:
-            names.append(m.group(1))
+            names.append(re.sub(r"\s+", "", m.group(1)))
     return names
 
 
@@ -214,9 +219,40 @@ def _outside_brackets(text: str, chars: str) -> Iterator[int]:
             yield i
 
 
-def names_model_runner(name: str, lines: list[str]) -> bool:
-    """A model runner: the class's name or one of its bases names one (``...ModelRunner``)."""
-    return bool(_RUNNER.search(name)) or any(_RUNNER.search(b) for b in base_names(lines))
+def names_model_runner(name: str, lines: list[str], aliases: dict[str, str] | None = None) -> bool:
+    """A model runner: the class's name or one of its bases names one (``...ModelRunner``).
+
+    A base imported under another name is read under its own (``aliases``, from
+    :func:`import_aliases`): ``GPUModelRunner as Base`` is a runner, ``ProfilingMixin
+    as ModelRunner`` is not; ``module.GPUModelRunner`` is read by its last name.
+    """
+    if _RUNNER.search(name):
+        return True
+    aliases = aliases or {}
+    for chain in base_chains(lines):
+        first, _, rest = chain.partition(".")
+        real = chain if rest else aliases.get(first, first)
+        if _RUNNER.search(real.rsplit(".", 1)[-1]):
+            return True
+    return False
+
+
+def import_aliases(tree) -> dict[str, str]:
+    """``import a.b as m`` / ``from a.b import C as D``: each alias -> the dotted name it binds
+    (Python's tree of the file; imports anywhere in it)."""
+    import ast
+
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = f"{node.module or ''}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name
+    return out
 
 
 def body_declarations(lines: list[str]) -> frozenset[str]:
