@@ -300,9 +300,16 @@ def rule(code: str | None) -> None:
         sys.exit(2)
     click.echo(f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False)
     cases = doc.cases()
-    if cases:
+    projects = doc.project_cases()
+    if cases or projects:
         # The examples the tests are generated from: Python source under a `.pycase` suffix.
-        click.echo(f"\n## Cases ({len(cases)}, in {doc.folder / 'cases'})\n")
+        click.echo(f"\n## Cases ({len(cases) + len(projects)}, in {doc.folder / 'cases'})\n")
         for case in cases:
             fixed = f" -> {case.fixed_path.name}" if case.fixed_path else ""
             click.echo(f"- {case.kind}/{case.path.name}{fixed}")
+        for project in projects:
+            # A folder is a project of several modules (a flow across files).
+            modules = project.modules()
+            fixed = sum(m.fixed_path is not None for m in modules)
+            click.echo(f"- {project.kind}/{project.name}/ (a project of {len(modules)} modules"
+                       + (f", {fixed} with an expected fix)" if fixed else ")"))

@@ -96,6 +96,12 @@ def test_rule_prints_the_documentation_from_rules():
     # Every example case is listed, with its expected fix.
     assert "- flagged/v025_runner.pycase -> v025_runner.fixed.pycase" in result.stdout
     assert "- silent/per_token_buffers.pycase" in result.stdout
+    # Project cases (a folder of modules) are listed too, one line each.
+    assert "- flagged/imports_project_helper/ (a project of 4 modules, 1 with an expected fix)" in result.stdout
+    assert "- silent/imports_project_helpers/ (a project of 4 modules)" in result.stdout
+    cases = re.search(r"## Cases \((\d+), in ", result.stdout)
+    listed = [line for line in result.stdout.splitlines() if line.startswith(("- flagged/", "- silent/"))]
+    assert cases and int(cases.group(1)) == len(listed)
 
 
 def test_rule_documentation_works_from_a_non_editable_install(tmp_path):

@@ -8,6 +8,16 @@ holds ``flagged/*.pycase`` (lines marked ``# expect: CODE``), their expected fix
 ``silent/*.pycase``. The tool, the docs and the tests all read these files,
 through :meth:`RuleDoc.cases` only.
 
+A folder in ``flagged/`` or ``silent/`` is a *project case* (:meth:`RuleDoc.project_cases`):
+the folder is a project's root and holds its modules, each ``<module path>.pycase``
+(``npu_plugin/limits.pycase`` is the module ``npu_plugin/limits.py``), with its expected
+fix beside it as ``<module path>.fixed.pycase`` (absent when the fix must change the
+module in no way) and its findings marked ``# expect: CODE`` as in single files. It is
+written out as ``.py`` files under a ``pyproject.toml`` (a project root marker) and
+checked with the real CLI: for flows that cross modules (a helper imported from
+another file of the project), which one file cannot show. Tools that see one file
+at a time (the Fixit rule) take the single-file cases only.
+
 Cases are Python source stored under the ``.pycase`` suffix on purpose: many are
 deliberately buggy, and a ``.py`` suffix would make them part of every installed
 environment's Python files (a linter run over a virtual environment would report
@@ -52,6 +62,62 @@ class RuleCase:
 
 
 @dataclass(frozen=True)
+class CaseModule:
+    """One module of a project case."""
+
+    rel: str  # its path in the project, with the .py suffix, "/"-separated
+    path: Path  # the .pycase file
+    fixed_path: Path | None  # the expected fix; None when the module must not change
+
+    def source(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+    def expected_fix(self) -> str:
+        return (self.fixed_path or self.path).read_text(encoding="utf-8")
+
+
+# Written at the root of a project case's copy: what makes a folder a project root.
+PROJECT_MARKER = "pyproject.toml"
+
+
+@dataclass(frozen=True)
+class ProjectCase:
+    """A case of several modules: a folder under ``cases/<kind>/`` that is a project root."""
+
+    code: str
+    kind: str  # "flagged" or "silent"
+    name: str  # the folder's name
+    folder: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.code}/{self.kind}/{self.name}/"
+
+    def modules(self) -> list[CaseModule]:
+        """Every module of the project, sorted by path."""
+        out = []
+        for path in sorted(self.folder.rglob("*" + CASE_SUFFIX)):
+            if path.name.endswith(FIXED_SUFFIX):
+                continue
+            rel = path.relative_to(self.folder).as_posix()[: -len(CASE_SUFFIX)]
+            fixed = path.with_name(path.name[: -len(CASE_SUFFIX)] + FIXED_SUFFIX)
+            out.append(CaseModule(rel + ".py", path, fixed if fixed.is_file() else None))
+        return out
+
+    def write(self, dest: Path) -> Path:
+        """Write the project as Python files under ``dest/<name>``; returns that root."""
+        root = dest / self.name
+        for module in self.modules():
+            target = root / module.rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(module.source(), encoding="utf-8")
+        (root / PROJECT_MARKER).write_text(
+            f'# the root of rule case {self.id}\n[project]\nname = "{self.name}"\n', encoding="utf-8"
+        )
+        return root
+
+
+@dataclass(frozen=True)
 class RuleDoc:
     code: str
     name: str
@@ -74,6 +140,15 @@ class RuleDoc:
                 stem = name[: -len(CASE_SUFFIX)]
                 fixed = folder / (stem + FIXED_SUFFIX)
                 out.append(RuleCase(self.code, k, stem, path, fixed if fixed.is_file() else None))
+        return out
+
+    def project_cases(self, kind: str | None = None) -> list[ProjectCase]:
+        """The rule's project cases (folders), of one kind or all, sorted by kind then name."""
+        out = []
+        for k in CASE_KINDS if kind is None else (kind,):
+            folder = self.folder / "cases" / k
+            if folder.is_dir():
+                out += [ProjectCase(self.code, k, p.name, p) for p in sorted(folder.iterdir()) if p.is_dir()]
         return out
 
 
