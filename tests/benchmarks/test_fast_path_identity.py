@@ -31,7 +31,9 @@ from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 
 RUNNER_REL = Path("v1") / "worker" / "gpu_model_runner.py"
 CAP = "self.compilation_config.max_cudagraph_capture_size"
-BUG = f"min_blocks = {CAP} or 1"
+# The planted bug: a block-named local is reported where it is made once its count
+# leaves the function (issue 17: such a local is no sink by itself), here by a call.
+BUG = f"min_blocks = {CAP} or 1; use(min_blocks)"
 
 
 def outcome(text: str, path: str, *, fast: bool):
