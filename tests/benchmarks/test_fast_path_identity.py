@@ -288,7 +288,9 @@ CASES = {
     """),
     # Cross-method aliases are outside the rule (0 on both paths); the class facts
     # the fast path builds from text must still match the full path's.
-    "self_attr_alias_across_methods": (0, f"""
+    # An attribute set from the capture size in one method and read as the block count in
+    # another (issue 17, members): reported at the assignment.
+    "self_attr_alias_across_methods": (1, f"""
         class MyModelRunner:
             def __init__(self):
                 self.cap = {CAP}
@@ -305,6 +307,7 @@ CASES = {
         class Runner:
             def f(self):
                 min_blocks = max({CAP} or 1, self.max_num_reqs)
+                return min_blocks
     """),
     "conditional_def": (1, f"""
         if True:
@@ -347,7 +350,8 @@ CASES = {
                 build(num_blocks=n)
     """),
     # Loop-carried and closure flows are outside the rule (0), on every path alike.
-    "loop_carried": (0, f"""
+    # The second iteration stores the capture size (issue 17: loops to a fixed point).
+    "loop_carried": (1, f"""
         class Runner:
             def f(self):
                 n = 1
@@ -369,6 +373,7 @@ CASES = {
         class MyRunner:
             def f(self, n=cfg.compilation_config.max_cudagraph_capture_size):
                 min_blocks = n or 1
+                return min_blocks
     """),
     "capture_size_default_multiline_signature": (1, f"""
         class MyRunner:
@@ -377,11 +382,13 @@ CASES = {
                 n=cfg.compilation_config.max_cudagraph_capture_size,
             ):
                 min_blocks = n or 1
+                return min_blocks
     """),
     "capture_size_default_nested_function": (1, f"""
         def outer(cfg):
             def f(n=cfg.compilation_config.max_cudagraph_capture_size):
                 min_blocks = n or 1
+                return min_blocks
             return f
     """),
     "capture_size_in_decorator": (1, f"""

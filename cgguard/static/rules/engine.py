@@ -71,11 +71,11 @@ def _scope_flows(
         elif isinstance(node, cst.ClassDef):
             facts = class_facts(node)
             cls = node
-            flow = ScopeFlow(None, [])
+            flow = ScopeFlow(None, [], function=False)
             flow.run(_body(node.body))
             flows.append((flow, None))
         elif isinstance(node, cst.Module):
-            flow = ScopeFlow(None, [])
+            flow = ScopeFlow(None, [], function=False)
             flow.run(node.body)
             flows.append((flow, None))
         for child in _scope_children(node):

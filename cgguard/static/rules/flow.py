@@ -170,8 +170,13 @@ class ScopeFlow:
         params: list[str],
         defaults: dict[str, cst.BaseExpression] | None = None,
         helper: Callable[[cst.Call], object | None] | None = None,
+        *,
+        function: bool = True,
     ):
         self.class_facts = class_facts
+        # A function's names are locals; a class's or module's are attributes and globals
+        # others read, so a block-count name there is a sink itself.
+        self.function = function
         self.params = params
         # The summary of the helper a call calls (helperflow.HelperSummary), or None.
         self.helper = helper
@@ -781,7 +786,7 @@ class ScopeFlow:
         key = nodes.dotted(target)
         if name is None or key is None:
             return
-        if vocab.is_sink_name(name) and isinstance(target, cst.Name):
+        if vocab.is_sink_name(name) and isinstance(target, cst.Name) and self.function:
             result = self.pending(value, sink=key, parent=parent)
         elif vocab.is_sink_name(name):
             result = self.sink(value, sink=key, parent=parent)
