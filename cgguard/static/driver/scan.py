@@ -60,7 +60,21 @@ def _needle_lines(text: str, lines: list[str]) -> list[int]:
 
 
 def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
-    """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input."""
+    """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input.
+
+    The file's own findings (fast or full path), and those of flows through helpers
+    imported from the project's other modules (:mod:`.project`, the same for both paths).
+    """
+    own = _check_own(text, path, fast=fast)
+    from cgguard.static.driver import project
+
+    across = project.findings(text, path)
+    if not across:
+        return own
+    return sorted(set(own) | set(across), key=Finding.sort_key)
+
+
+def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     if fast and not might_match(text):
         return []
     lines = split_lines(text)

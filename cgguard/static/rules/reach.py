@@ -426,6 +426,9 @@ def references(module: cst.Module, names: set[str]) -> list[cst.CSTNode]:
             if isinstance(node, cst.Attribute):
                 skip.add(id(node.attr))
             continue
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            skip.update(id(sub) for sub in nodes.walk(node))  # names an import binds: no use
+            continue
         if isinstance(node, cst.AssignTarget):
             skip.add(id(node.target))
         elif isinstance(node, cst.AnnAssign):
