@@ -126,7 +126,8 @@ def test_buggy_runner_same_findings(vllm_dir: Path) -> None:
     path = str(vllm_dir / RUNNER_REL)
     full = check_source(text, path, fast=False)
     assert check_source(text, path, fast=True) == full
-    assert [(f.code, f.line) for f in full] == [("CGG001", text[: text.index(BUG)].count("\n") + 1)]
+    planted = f"min_blocks = {PRE_FIX_RUNNER_EXPR}"
+    assert [(f.code, f.line) for f in full] == [("CGG001", text[: text.index(planted)].count("\n") + 1)]
 
 
 def test_tree_run_equals_full_path_per_file(vllm_dir: Path, tmp_path: Path) -> None:
