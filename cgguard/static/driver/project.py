@@ -156,16 +156,26 @@ class Project:
 
 
     # ---- the index of helper names (cheap: Python's tree of the files with needles) ----
+    def returning(self, path: str, text: str | None = None) -> frozenset[str]:
+        """Top-level functions of ``path`` that hold a capture-size needle and return a value."""
+        key = os.path.abspath(path)
+        cache = self.__dict__.setdefault("_returning", {})
+        if text is None and key in cache:
+            return cache[key]
+        text = self.text(key) if text is None else text
+        found = frozenset()
+        if text is not None and might_match(text) and "return" in text:
+            found = frozenset(_returning_functions(text))
+        cache[key] = found
+        return found
+
     def helper_names(self) -> frozenset[str]:
         """Names of top-level functions (in files with a capture-size needle) that return
         something: what an importer may take a count from."""
         if getattr(self, "_names", None) is None:
             names: set[str] = set()
             for path in self.files():
-                text = self.text(path)
-                if text is None or not might_match(text) or "return" not in text:
-                    continue
-                names |= _returning_functions(text)
+                names |= self.returning(path)
             self._names = frozenset(names)
         return self._names
 
@@ -186,15 +196,18 @@ def project_for(path: str) -> Project | None:
     return _PROJECTS[root]
 
 def _returning_functions(text: str) -> set[str]:
+    """Top-level functions holding a capture-size needle and a ``return <value>``."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
+    lines = text.splitlines(keepends=True)
     return {
         node.name
         for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node))
+        and might_match("".join(lines[node.lineno - 1 : node.end_lineno]))
     }
 
 
@@ -231,13 +244,14 @@ def _external(project: Project, path: str, text: str):
     me = os.path.abspath(path)
     by_name = {}
     for local, (target, fname) in names.items():
-        if target != me:
+        if target != me and fname in project.returning(target):
             found = project.helpers(target).get(fname)
             if found is not None:
                 by_name[local] = found
     by_module = {}
     for alias, target in modules.items():
-        if target != me:
+        # Only a module whose helper this file spells (`alias.helper`) is parsed.
+        if target != me and any(f"{alias}.{f}" in text for f in project.returning(target)):
             found = project.helpers(target)
             if found:
                 by_module[alias] = found
@@ -327,7 +341,14 @@ def _internal_uses(project: Project, owner_path: str, fname: str) -> bool:
 
 
 def _helper_findings(project: Project, text: str, path: str) -> list:
-    helpers = project.helpers(path, text)
+    me = os.path.abspath(path)
+    candidates = [
+        f for f in project.returning(path, text)
+        if text.count(f) == 1 and any(o != me and _imports_from(project, o, me, f) for o in project.users(f))
+    ]
+    if not candidates:
+        return []  # nothing of this file is imported as a helper: no parse
+    helpers = {f: s for f, s in project.helpers(path, text).items() if f in candidates}
     if not helpers:
         return []
     from cgguard.static.rules.engine import return_hits
@@ -342,6 +363,18 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
     if not hits:
         return []
     return _as_findings(hits, project._modules[os.path.abspath(path)], text, path, project)
+
+
+def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bool:
+    """Does ``importer`` import ``fname`` from ``owner`` (or ``owner`` as a module and spell
+    ``alias.fname``)?"""
+    text = project.text(importer)
+    if text is None or "import" not in text:
+        return False
+    names, modules = project.imports(importer, text)
+    if any(t == owner and f == fname for t, f in names.values()):
+        return True
+    return any(t == owner and f"{alias}.{fname}" in text for alias, t in modules.items())
 
 
 def _as_findings(hits, module, text: str, path: str, project: Project) -> list:

@@ -139,15 +139,27 @@ def _may_import_a_count(text: str) -> bool:
     return "import" in text and SINK_WORDS.search(text) is not None
 
 
+def _importer_bytes(path: str, data: bytes) -> bool:
+    """Without a capture size, a file of a project that imports something and names a block
+    count may still take one from a helper of another module (:mod:`.project`)."""
+    if b"import" not in data or _SINK_BYTES.search(data) is None:
+        return False
+    import os
+
+    from cgguard.static.driver.project import project_root
+
+    return project_root(os.path.dirname(os.path.abspath(path))) is not None
+
+
 def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileResult:
     try:
         data = sourcefile.read_bytes(path)
-        if nothing_to_check(data) and not (b"import" in data and _SINK_BYTES.search(data)):
+        if nothing_to_check(data) and not _importer_bytes(path, data):
             return FileResult(path)
         source = sourcefile.decode(data)  # decoding problems are reported for every file
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if not has_needle(data) and not _may_import_a_count(source.text):
+    if not has_needle(data) and not _importer_bytes(path, data):
         return FileResult(path)  # decodes fine, but nothing a rule looks at
     return check_text(source.text, path, finding_filter)
 
