@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -314,8 +315,32 @@ def _run(work, module, path: str, text: str, by_name, by_module):
     return result
 
 
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.MULTILINE)
+_IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+\w+", re.MULTILINE)
+
+
+def _imports_a_helper(project: Project, text: str, path: str) -> bool:
+    """Does ``path`` import (by its text, before any parse) a project module whose
+    top-level functions hold a capture size and return a value?"""
+    for m in _FROM_IMPORT.finditer(text):
+        spec = m.group(1)
+        level = len(spec) - len(spec.lstrip("."))
+        dotted = project.resolve(path, spec[level:] or None, level)
+        if dotted is None:
+            continue
+        names = re.findall(r"\w+", re.sub(r"\bas\b\s+\w+", "", m.group(2)))
+        targets = [project.module_file(dotted)] + [project.module_file(f"{dotted}.{n}") for n in names]
+        if any(t is not None and project.returning(t) for t in targets):
+            return True
+    for m in _IMPORT_AS.finditer(text):
+        target = project.module_file(m.group(1))
+        if target is not None and project.returning(target):
+            return True
+    return False
+
+
 def _importer_findings(project: Project, text: str, path: str) -> list:
-    if not any(name in text for name in project.helper_names()):
+    if not _imports_a_helper(project, text, path):
         return []
     by_name, by_module = _external(project, path, text)
     if not by_name and not by_module:
