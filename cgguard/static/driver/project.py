@@ -115,6 +115,25 @@ class Project:
         self._helpers[key] = found
         return found
 
+    def function_helper(self, path: str, fname: str):
+        """The summary of one top-level function of ``path`` (libcst parses that function
+        alone), or None when its return carries no count."""
+        key = (os.path.abspath(path), fname)
+        cache = self.__dict__.setdefault("_function_helpers", {})
+        if key not in cache:
+            cache[key] = None
+            text = self.text(key[0])
+            chunk = _function_text(text, fname) if text is not None else None
+            module = self.module(key[0], chunk) if chunk is not None else None
+            if module is not None:
+                from cgguard.static.rules.engine import module_helpers
+
+                found = module_helpers(module).get(fname)
+                if found is not None:
+                    found.origin = key[0]
+                cache[key] = found
+        return cache[key]
+
     def module(self, path: str, text: str):
         from cgguard.static.driver.scan import deep, parse, validate
 
@@ -196,19 +215,35 @@ def project_for(path: str) -> Project | None:
         _PROJECTS[root] = Project(root)
     return _PROJECTS[root]
 
+def _function_text(text: str, fname: str) -> str | None:
+    """The source of the top-level function ``fname`` (decorators included)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = text.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            return "".join(lines[first - 1 : node.end_lineno])
+    return None
+
+
 def _returning_functions(text: str) -> set[str]:
     """Top-level functions holding a capture-size needle and a ``return <value>``."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
+    from cgguard.static.driver.helperscreen import _function_may_return
+
     lines = text.splitlines(keepends=True)
     return {
         node.name
         for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node))
         and might_match("".join(lines[node.lineno - 1 : node.end_lineno]))
+        and _function_may_return(node)  # its return may carry the capture size
     }
 
 
@@ -246,16 +281,16 @@ def _external(project: Project, path: str, text: str):
     by_name = {}
     for local, (target, fname) in names.items():
         if target != me and fname in project.returning(target):
-            found = project.helpers(target).get(fname)
+            found = project.function_helper(target, fname)
             if found is not None:
                 by_name[local] = found
     by_module = {}
     for alias, target in modules.items():
-        # Only a module whose helper this file spells (`alias.helper`) is parsed.
-        if target != me and any(f"{alias}.{f}" in text for f in project.returning(target)):
-            found = project.helpers(target)
-            if found:
-                by_module[alias] = found
+        # Only the helpers this file spells (`alias.helper`) are parsed, each on its own.
+        spelled = {f: project.function_helper(target, f) for f in project.returning(target) if f"{alias}.{f}" in text}
+        found = {f: h for f, h in spelled.items() if h is not None}
+        if target != me and found:
+            by_module[alias] = found
     return by_name, by_module
 
 
@@ -369,7 +404,9 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
     me = os.path.abspath(path)
     candidates = [
         f for f in project.returning(path, text)
-        if text.count(f) == 1 and any(o != me and _imports_from(project, o, me, f) for o in project.users(f))
+        if text.count(f) == 1
+        and _chunk_returns_count(project, text, path, f)
+        and any(o != me and _imports_from(project, o, me, f) for o in project.users(f))
     ]
     if not candidates:
         return []  # nothing of this file is imported as a helper: no parse
@@ -388,6 +425,16 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
     if not hits:
         return []
     return _as_findings(hits, project._modules[os.path.abspath(path)], text, path, project)
+
+
+def _chunk_returns_count(project: Project, text: str, path: str, fname: str) -> bool:
+    chunk = _function_text(text, fname)
+    module = project.module(path, chunk) if chunk is not None else None
+    if module is None:
+        return False
+    from cgguard.static.rules.engine import module_helpers
+
+    return fname in module_helpers(module)
 
 
 def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bool:
