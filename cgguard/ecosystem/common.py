@@ -31,12 +31,23 @@ def module_reports(
     text = module.code
     lines = split_lines(text)
 
+    found: list[dict[str, str]] = []
+
+    def aliases() -> dict[str, str]:
+        if not found:
+            import ast
+
+            from cgguard.static.rules.reach import import_aliases
+
+            found.append(import_aliases(ast.parse(text)))
+        return found[0]
+
     def class_facts(node: cst.ClassDef) -> ClassFacts:
         def class_lines() -> list[str]:
             first, _, last, _ = position(node)
             return lines[first - 1 : last]
 
-        return ClassFacts(node.name.value, class_lines)
+        return ClassFacts(node.name.value, class_lines, aliases)
 
     hits = scope_hits(module, None, class_facts)
     if not hits:

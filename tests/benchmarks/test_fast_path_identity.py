@@ -31,7 +31,9 @@ from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 
 RUNNER_REL = Path("v1") / "worker" / "gpu_model_runner.py"
 CAP = "self.compilation_config.max_cudagraph_capture_size"
-BUG = f"min_blocks = {CAP} or 1"
+# The planted bug: a block-named local is reported where it is made once its count
+# leaves the function (issue 17: such a local is no sink by itself), here by a call.
+BUG = f"min_blocks = {CAP} or 1; use(min_blocks)"
 
 
 def outcome(text: str, path: str, *, fast: bool):
@@ -124,7 +126,8 @@ def test_buggy_runner_same_findings(vllm_dir: Path) -> None:
     path = str(vllm_dir / RUNNER_REL)
     full = check_source(text, path, fast=False)
     assert check_source(text, path, fast=True) == full
-    assert [(f.code, f.line) for f in full] == [("CGG001", text[: text.index(BUG)].count("\n") + 1)]
+    planted = f"min_blocks = {PRE_FIX_RUNNER_EXPR}"
+    assert [(f.code, f.line) for f in full] == [("CGG001", text[: text.index(planted)].count("\n") + 1)]
 
 
 def test_tree_run_equals_full_path_per_file(vllm_dir: Path, tmp_path: Path) -> None:
@@ -286,7 +289,9 @@ CASES = {
     """),
     # Cross-method aliases are outside the rule (0 on both paths); the class facts
     # the fast path builds from text must still match the full path's.
-    "self_attr_alias_across_methods": (0, f"""
+    # An attribute set from the capture size in one method and read as the block count in
+    # another (issue 17, members): reported at the assignment.
+    "self_attr_alias_across_methods": (1, f"""
         class MyModelRunner:
             def __init__(self):
                 self.cap = {CAP}
@@ -303,6 +308,7 @@ CASES = {
         class Runner:
             def f(self):
                 min_blocks = max({CAP} or 1, self.max_num_reqs)
+                return min_blocks
     """),
     "conditional_def": (1, f"""
         if True:
@@ -345,7 +351,8 @@ CASES = {
                 build(num_blocks=n)
     """),
     # Loop-carried and closure flows are outside the rule (0), on every path alike.
-    "loop_carried": (0, f"""
+    # The second iteration stores the capture size (issue 17: loops to a fixed point).
+    "loop_carried": (1, f"""
         class Runner:
             def f(self):
                 n = 1
@@ -367,6 +374,7 @@ CASES = {
         class MyRunner:
             def f(self, n=cfg.compilation_config.max_cudagraph_capture_size):
                 min_blocks = n or 1
+                return min_blocks
     """),
     "capture_size_default_multiline_signature": (1, f"""
         class MyRunner:
@@ -375,11 +383,13 @@ CASES = {
                 n=cfg.compilation_config.max_cudagraph_capture_size,
             ):
                 min_blocks = n or 1
+                return min_blocks
     """),
     "capture_size_default_nested_function": (1, f"""
         def outer(cfg):
             def f(n=cfg.compilation_config.max_cudagraph_capture_size):
                 min_blocks = n or 1
+                return min_blocks
             return f
     """),
     "capture_size_in_decorator": (1, f"""

@@ -17,7 +17,8 @@ from tests.robustness.conftest import cgguard
 @pytest.mark.parametrize("operands", [2_000, 20_000])
 def test_finding_message_stays_one_readable_line(operands):
     text = ("class R(GPUModelRunner):\n    def f(self):\n        min_blocks = "
-            "self.compilation_config.max_cudagraph_capture_size" + " or 1" * operands + "\n")
+            "self.compilation_config.max_cudagraph_capture_size" + " or 1" * operands + "\n"
+            "        return min_blocks\n")  # the count leaves the function: a finding (issue 17)
     result = check_text(text, "runner.py")  # the findings as reported, before any fix
     if operands > 2_000 and result.error is not None:
         # libcst nests `a or b or ...` one level per operand; where the interpreter's own

@@ -11,6 +11,8 @@ from tests.workflow.conftest import readme_snippet, write
 
 LINE = "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1"
 HEAD = "class ForkModelRunner:\n    def _init_minimal_kv_cache_for_profiling(self):\n"
+# The counts leave the method (a block-count local that goes nowhere is no finding, issue 17).
+TAIL = "        return min_blocks, num_blocks\n"
 MULTI = (
     HEAD
     + "        self.cache_config.num_gpu_blocks_override = (\n"
@@ -32,8 +34,8 @@ def _check(tmp_path, source: str, *args: str):
      "  # type: ignore  # noqa: CGG001  (per-token on purpose)"],
 )
 def test_directive_on_the_flagged_line_suppresses(tmp_path, comment):
-    assert _check(tmp_path, HEAD + LINE + "\n").returncode == 1
-    result = _check(tmp_path, HEAD + LINE + comment + "\n")
+    assert _check(tmp_path, HEAD + LINE + "\n" + TAIL).returncode == 1
+    result = _check(tmp_path, HEAD + LINE + comment + "\n" + TAIL)
     assert result.returncode == 0, result.stdout
     assert result.stdout == "No findings in 1 file checked.\n"
 
@@ -43,7 +45,7 @@ def test_directive_on_the_flagged_line_suppresses(tmp_path, comment):
     ["  # noqa: CGG002", "  # noqa: E501", "  # cgguard: ignore[CGG002]", "  # noqa:", "  # noqa-like"],
 )
 def test_directive_for_other_codes_does_not_suppress(tmp_path, comment):
-    result = _check(tmp_path, HEAD + LINE + comment + "\n")
+    result = _check(tmp_path, HEAD + LINE + comment + "\n" + TAIL)
     if comment == "  # noqa:":  # a colon and no codes: flake8 reads it as a bare noqa
         assert result.returncode == 0
     else:
@@ -64,12 +66,12 @@ def test_directive_on_any_line_of_the_statement(tmp_path):
 
 
 def test_noqa_inside_a_string_is_not_a_comment(tmp_path):
-    source = HEAD + LINE + '; note = "# noqa"\n'
+    source = HEAD + LINE + '; note = "# noqa"\n' + TAIL
     assert _check(tmp_path, source).returncode == 1
 
 
 def test_suppressed_findings_are_not_fixed(tmp_path):
-    source = HEAD + LINE + "  # noqa: CGG001\n" + LINE.replace("min_blocks", "num_blocks") + "\n"
+    source = HEAD + LINE + "  # noqa: CGG001\n" + LINE.replace("min_blocks", "num_blocks") + "\n" + TAIL
     write(tmp_path, {"m.py": source})
     result = run_cgguard("fix", "m.py", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -27,7 +27,7 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Callable
 
-from cgguard.static.rules.vocabulary import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
+from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.
@@ -59,6 +59,7 @@ def needs_full_parse(
     of the function around line index ``i`` (None at module or class level).
     """
     candidates: dict[str, Span] = {}
+    members: set[str] = set()  # attributes set on self from a capture-size count
     for start, end in chunks:
         name = def_name(lines[start])
         if name is None:
@@ -66,6 +67,10 @@ def needs_full_parse(
         body = "".join(lines[start:end])
         if "return" in body and _RETURN_VALUE.search(body):
             candidates.setdefault(name, (start, end))
+        if "self." in body:
+            for attr in stored_members(lines, start, end):
+                members.add(attr)
+                candidates.setdefault(attr, (start, end))
     if not candidates:
         return False
     starts = list(accumulate(map(len, lines), initial=0))
@@ -128,6 +133,13 @@ def needs_full_parse(
                     mine |= carries[name]
                     grown.add(caller)
         frontier = grown
+    # A member set from a capture size (Python's tree said so) that a function may hand
+    # to a sink (Python's tree again, flow-insensitive): the rules follow it across methods.
+    if reaching & members:
+        for name, i in uses(reaching & members):
+            span = enclosing_function(i)
+            if span is not None and member_may_sink(lines, *span, reaching & members):
+                return True
     # Text first, then Python's tree (a cheap over-approximation), then the rules' own
     # parse: does the helper's own return carry the capture size?
     return any(
@@ -158,6 +170,148 @@ def may_return_capture(lines: list[str], start: int, end: int) -> bool:
 
 
 _CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
+
+
+def stored_members(lines: list[str], start: int, end: int) -> set[str]:
+    """Attributes a function on ``lines[start:end]`` sets on ``self`` from a value that may
+    carry a capture-size count (not a list of them): candidates for the rules' member flow."""
+    chunk = "".join(lines[start:end])
+    try:
+        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()  # the chunk's own parse reports it
+    out: set[str] = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        tainted: set[str] = set()
+        stores: list[tuple[list[ast.AST], ast.AST]] = []
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign):
+                stores.append((node.targets, node.value))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                stores.append(([node.target], node.value))
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in stores:
+                if not _counts(value, tainted):
+                    continue
+                for target in targets:
+                    for key in _target_keys(target):
+                        if key not in tainted:
+                            tainted.add(key)
+                            changed = True
+        out |= {key.split(".", 1)[1] for key in tainted if key.startswith("self.") and key.count(".") == 1}
+    return out
+
+
+def member_may_sink(lines: list[str], start: int, end: int, members: set[str]) -> bool:
+    """Can the function on ``lines[start:end]`` hand ``self.<member>`` to a block-count sink
+    (or return it)? Flow-insensitive, on Python's tree: an over-approximation of the rules."""
+    from cgguard.static.rules import model
+
+    chunk = "".join(lines[start:end])
+    try:
+        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # the parse that follows decides
+    tainted = {f"self.{m}" for m in members}
+
+    def mentions(expr: ast.AST | None) -> bool:
+        return expr is not None and any(
+            isinstance(n, (ast.Name, ast.Attribute)) and _dotted(n) in tainted for n in _value_nodes(expr)
+        )
+
+    def sink_name(node: ast.AST) -> bool:
+        last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        return last is not None and model.is_sink_name(last)
+
+    stores: list[tuple[list[ast.AST], ast.AST]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            stores.append((node.targets, node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
+            stores.append(([node.target], node.value))
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in stores:
+            if mentions(value):
+                for target in targets:
+                    for key in _target_keys(target):
+                        if key not in tainted:
+                            tainted.add(key)
+                            changed = True
+    def sink_target(target: ast.AST) -> bool:
+        if isinstance(target, ast.Subscript):  # d["num_gpu_blocks_override"] = ...
+            key = target.slice
+            return isinstance(key, ast.Constant) and isinstance(key.value, str) and model.is_sink_name(key.value)
+        if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+            return any(sink_target(e) for e in ast.iter_child_nodes(target))
+        return sink_name(target)
+
+    for targets, value in stores:
+        if mentions(value) and any(sink_target(t) for t in targets):
+            return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return) and mentions(node.value):
+            return True
+        if isinstance(node, ast.keyword) and (node.arg is None or model.is_sink_name(node.arg)) and mentions(node.value):
+            return True
+        if isinstance(node, ast.Dict) and any(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) and model.is_sink_name(k.value) and mentions(v)
+            for k, v in zip(node.keys, node.values)
+        ):
+            return True
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if model.is_profiling_builder(callee) and any(mentions(a) for a in node.args):
+                return True
+    return False
+
+
+_CARRYING_CALLS = None
+
+
+def _value_nodes(expr: ast.AST):
+    """The nodes whose value may flow into ``expr``'s value as the rules follow it: calls
+    other than magnitude-keeping ones, ``min``/``max`` and ``getattr`` end a flow
+    (``torch.zeros(n)`` is a buffer, not a count)."""
+    global _CARRYING_CALLS
+    if _CARRYING_CALLS is None:
+        from cgguard.static.rules import model
+
+        _CARRYING_CALLS = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if callee not in _CARRYING_CALLS:
+                stack.append(node.func)
+                continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _counts(expr: ast.AST, tainted: set[str]) -> bool:
+    """May ``expr`` carry a capture-size *count* (a size, an element of the list, a tainted name)?"""
+    for node in _value_nodes(expr):
+        if isinstance(node, ast.Attribute):
+            if node.attr in CAPTURE_SIZE_ATTRS or _dotted(node) in tainted:
+                return True
+        elif isinstance(node, ast.Name) and node.id in tainted:
+            return True
+        elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
+            return True
+        elif isinstance(node, (ast.Subscript, ast.Call)) and any(
+            isinstance(n, (ast.Attribute, ast.Name)) and (_dotted(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
+            for n in ast.walk(node)
+        ):
+            if isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max":
+                return True
+    return False
 
 
 def _function_may_return(func: ast.AST) -> bool:
@@ -206,6 +360,8 @@ def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
                 return True
         elif isinstance(node, ast.Name) and (node.id in _CAPTURE_NAMES or node.id in tainted):
             return True
+        elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
+            return True  # getattr(x, "max_capture_size", ...)
     return False
 
 

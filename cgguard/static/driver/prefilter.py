@@ -2,13 +2,15 @@
 
 Every capture-size source the rules recognise (``max_cudagraph_capture_size``,
 ``max_capture_size``, ``cudagraph_capture_sizes``, ``cudagraph_batch_sizes``)
-contains one of these substrings; a file without any cannot have a finding.
+contains one of the model's needles (:data:`cgguard.static.rules.model.NEEDLES`);
+a file without any cannot have a finding.
 """
 
 from __future__ import annotations
 
-NEEDLES = (b"capture_size", b"batch_sizes")
-TEXT_NEEDLES = tuple(n.decode() for n in NEEDLES)
+from cgguard.static.rules.model import NEEDLES as TEXT_NEEDLES
+
+NEEDLES = tuple(n.encode() for n in TEXT_NEEDLES)
 
 
 def has_needle(data: bytes) -> bool:

@@ -16,6 +16,12 @@ from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import has_needle, nothing_to_check
 
+import re as _re
+
+from cgguard.static.rules.model import SINK_WORDS as _SINK_WORDS
+
+_SINK_BYTES = _re.compile(_SINK_WORDS.pattern.encode(), _re.IGNORECASE)
+
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
 FindingFilter = Callable[[str, str, list[Finding]], list[Finding]]
@@ -108,7 +114,7 @@ def _quiet_check(text: str, path: str) -> list[Finding]:
     # Imported here: a run whose files all pass the prefilter never loads the parser side.
     from cgguard.static.driver.scan import check_source, might_match
 
-    if not might_match(text):
+    if not might_match(text) and not _may_import_a_count(text):
         return []
     # The parser warns about the file's content (invalid escapes, `is` with a
     # literal, ...) on stderr; that is not ours to print, one line per file is.
@@ -130,6 +136,26 @@ def check_text(text: str, path: str, finding_filter: FindingFilter | None = None
     return result
 
 
+def _may_import_a_count(text: str) -> bool:
+    """A file without a capture size that imports something and names a block count: a
+    helper of another module of the project may hand it one (:mod:`.project`)."""
+    from cgguard.static.rules.model import SINK_WORDS
+
+    return "import" in text and SINK_WORDS.search(text) is not None
+
+
+def _importer_bytes(path: str, data: bytes) -> bool:
+    """Without a capture size, a file of a project that imports something and names a block
+    count may still take one from a helper of another module (:mod:`.project`)."""
+    if b"import" not in data or _SINK_BYTES.search(data) is None:
+        return False
+    import os
+
+    from cgguard.static.driver.project import project_root
+
+    return project_root(os.path.dirname(os.path.abspath(path))) is not None
+
+
 def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileResult:
     screened = screen_file(path)
     if isinstance(screened, FileResult):
@@ -142,12 +168,12 @@ def screen_file(path: str) -> FileResult | str:
     tree), else its decoded text, which holds a capture size and must be checked."""
     try:
         data = sourcefile.read_bytes(path)
-        if nothing_to_check(data):
+        if nothing_to_check(data) and not _importer_bytes(path, data):
             return FileResult(path)
         source = sourcefile.decode(data)  # decoding problems are reported for every file
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if not has_needle(data):
+    if not has_needle(data) and not _importer_bytes(path, data):
         return FileResult(path)  # decodes fine, but nothing a rule looks at
     return source.text
 

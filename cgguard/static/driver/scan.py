@@ -26,7 +26,7 @@ from cgguard.static.driver.findings import Finding, Fix, TextEdit
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import SourceText
-from cgguard.static.rules.vocabulary import SINK_WORDS
+from cgguard.static.rules.model import SINK_WORDS
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
@@ -60,7 +60,21 @@ def _needle_lines(text: str, lines: list[str]) -> list[int]:
 
 
 def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
-    """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input."""
+    """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input.
+
+    The file's own findings (fast or full path), and those of flows through helpers
+    imported from the project's other modules (:mod:`.project`, the same for both paths).
+    """
+    own = _check_own(text, path, fast=fast)
+    from cgguard.static.driver import project
+
+    across = project.findings(text, path)
+    if not across:
+        return own
+    return sorted(set(own) | set(across), key=Finding.sort_key)
+
+
+def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     if fast and not might_match(text):
         return []
     lines = split_lines(text)
@@ -172,7 +186,7 @@ def _last(node: ast.AST) -> str | None:
 
 
 def _is_source(node: ast.AST) -> bool:
-    from cgguard.static.rules import vocabulary as vocab
+    from cgguard.static.rules import model as vocab
 
     # A value read (an assignment target is not a source).
     if isinstance(node, ast.Attribute):
@@ -180,12 +194,15 @@ def _is_source(node: ast.AST) -> bool:
     if isinstance(node, ast.Subscript):
         return _last(node.value) in vocab.CAPTURE_LIST_NAMES and not isinstance(node.ctx, ast.Store)
     if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name) and node.func.id == vocab.GETATTR and len(node.args) >= 2:
+            name = node.args[1]
+            return isinstance(name, ast.Constant) and vocab.is_capture_attr_name(name.value)
         return _last(node.func) == "max" and any(_last(a) in vocab.CAPTURE_LIST_NAMES for a in node.args)
     return False
 
 
 def _is_sink(node: ast.AST) -> bool:
-    from cgguard.static.rules import vocabulary as vocab
+    from cgguard.static.rules import model as vocab
 
     if isinstance(node, ast.Call):
         callee = _last(node.func)
@@ -195,6 +212,13 @@ def _is_sink(node: ast.AST) -> bool:
     # A name or attribute receives a count only as an assignment target.
     if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
         return vocab.is_sink_name(_last(node))
+    # A string key of a dict that may be splatted into a call: {"num_blocks": n}, d["num_blocks"] = n.
+    if isinstance(node, ast.Dict):
+        return any(isinstance(k, ast.Constant) and isinstance(k.value, str) and vocab.is_sink_name(k.value)
+                   for k in node.keys)
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        key = node.slice
+        return isinstance(key, ast.Constant) and isinstance(key.value, str) and vocab.is_sink_name(key.value)
     return False
 
 
@@ -235,7 +259,7 @@ def _check_chunks(text, lines, path, needles, chunks, tree=None) -> list[Finding
 
         positions = _Positions(module, offset)
         hits = scope_hits(
-            module, whole.class_around(start + 1), _class_facts_at(lines, positions), helpers=False
+            module, whole.class_around(start + 1), _class_facts_at(lines, positions, whole.aliases), helpers=False
         )
         if hits:
             findings.extend(_findings(hits, module, positions, src, path, whole.none_checked))
@@ -376,7 +400,8 @@ def _full(text: str, lines: list[str], path: str, needles: list[int]) -> list[Fi
     from cgguard.static.rules.engine import scope_hits
 
     positions = _Positions(module, 0)
-    hits = scope_hits(module, None, _class_facts_at(lines, positions))
+    aliases = _Aliases(text, path)
+    hits = scope_hits(module, None, _class_facts_at(lines, positions, aliases))
     findings = _findings(hits, module, positions, SourceText(text, lines), path) if hits else []
     return sorted(set(findings), key=Finding.sort_key)
 
@@ -401,7 +426,7 @@ class _Positions:
         return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
 
 
-def _class_facts_at(lines: list[str], positions: _Positions):
+def _class_facts_at(lines: list[str], positions: _Positions, aliases):
     """Facts of a class parsed in ``module``: its lines, found from its position when needed."""
     from cgguard.static.rules.flow import ClassFacts
 
@@ -410,9 +435,25 @@ def _class_facts_at(lines: list[str], positions: _Positions):
             first, _, last, _ = positions(node)
             return lines[first - 1 : last]
 
-        return ClassFacts(node.name.value, class_lines)
+        return ClassFacts(node.name.value, class_lines, aliases)
 
     return facts
+
+
+class _Aliases:
+    """The file's import aliases, from Python's tree of it, read once and only when asked."""
+
+    def __init__(self, text: str, path: str, tree: ast.Module | None = None):
+        self._text, self._path, self._tree = text, path, tree
+        self._found: dict[str, str] | None = None
+
+    def __call__(self) -> dict[str, str]:
+        if self._found is None:
+            from cgguard.static.rules.reach import import_aliases
+
+            tree = self._tree if self._tree is not None else ast.parse(self._text, filename=self._path)
+            self._found = import_aliases(tree)
+        return self._found
 
 
 class _WholeFile:
@@ -430,10 +471,19 @@ class _WholeFile:
         self._starts: dict[int, list[int]] = {}
         self._facts: dict[int, object] = {}
         self.none_checked: dict[str, bool] = {}
+        self._aliases: dict[str, str] | None = None
 
     def check_parses(self) -> None:
         if self._tree is None:
             self._tree = ast.parse(self.text, filename=self.path)
+
+    def aliases(self) -> dict[str, str]:
+        from cgguard.static.rules.reach import import_aliases
+
+        self.check_parses()
+        if self._aliases is None:
+            self._aliases = import_aliases(self._tree)
+        return self._aliases
 
     def class_around(self, lineno: int) -> "_LazyClassFacts":
         """Facts of the innermost class holding line ``lineno``, looked up on first use."""
@@ -451,7 +501,7 @@ class _WholeFile:
         facts = self._facts.get(id(found))
         if facts is None:
             lines = self.lines[found.lineno - 1 : found.end_lineno]
-            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines)
+            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines, self.aliases)
         return facts
 
 

@@ -39,7 +39,7 @@ def scope_hits(
         return _scope_flows(tree, facts, class_facts, helper_for)
 
     flows = run(None)
-    if helpers and isinstance(tree, cst.Module) and any(flow.returns for flow, _ in flows):
+    if helpers and isinstance(tree, cst.Module) and any(flow.returns or flow.stored for flow, _ in flows):
         return helperflow.follow(tree, run, flows)
     return [hit for flow, _ in flows for hit in flow.hits]
 
@@ -71,11 +71,11 @@ def _scope_flows(
         elif isinstance(node, cst.ClassDef):
             facts = class_facts(node)
             cls = node
-            flow = ScopeFlow(None, [])
+            flow = ScopeFlow(None, [], function=False)
             flow.run(_body(node.body))
             flows.append((flow, None))
         elif isinstance(node, cst.Module):
-            flow = ScopeFlow(None, [])
+            flow = ScopeFlow(None, [], function=False)
             flow.run(node.body)
             flows.append((flow, None))
         for child in _scope_children(node):
@@ -164,3 +164,89 @@ def statement_lines(stmt: cst.CSTNode | None, ctx: Context) -> tuple[int, int]:
     else:
         return (first, last)
     return (first, max(ctx.span(h)[2] for h in header))
+
+
+# ---- across modules of one project ----------------------------------------------------
+
+
+def module_helpers(module: cst.Module) -> dict[str, "helperflow.HelperSummary"]:
+    """Summaries of the functions at the top of ``module`` whose return carries a count
+    (what another module of the project may import and call)."""
+    from cgguard.static.rules import reach
+
+    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value, lambda: []), None)
+    defs = reach.ModuleDefs.of(module)
+    owners = {id(o.func): o for o in defs.owners() if o.cls is None}
+    found = helperflow._summaries(flows, owners)
+    return {s.owner.name: s for key, s in found.items() if not isinstance(key, tuple)}
+
+
+def external_uses(
+    module: cst.Module,
+    class_facts: ClassFactsFor,
+    names: dict[str, "helperflow.HelperSummary"],
+    modules: dict[str, dict[str, "helperflow.HelperSummary"]],
+) -> tuple[list[Hit], dict[int, tuple[int, int]]]:
+    """Run the flow over ``module`` with helpers imported from the project's other modules:
+    ``names`` (a local name -> the imported function's summary) and ``modules`` (a module
+    alias -> its functions). Returns the hits of counts that came through them (at the
+    calls) and, per summary, (uses, uses that became a block count)."""
+    from cgguard.static.rules import reach
+
+    defs = reach.ModuleDefs.of(module)
+
+    def external(node: cst.CSTNode) -> "helperflow.HelperSummary | None":
+        if not isinstance(node, cst.Call):
+            return None
+        func = node.func
+        if isinstance(func, cst.Name) and func.value not in defs.functions:
+            return names.get(func.value)
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            return modules.get(func.value.value, {}).get(func.attr.value)
+        return None
+
+    def helper_for(cls):
+        def resolve(node):
+            return external(node)
+
+        return resolve
+
+    flows = _scope_flows(module, None, class_facts, helper_for)
+    hits = [h for flow, _ in flows for h in flow.hits if h.helper is not None]
+    sunk: set[int] = set()
+    for flow, _ in flows:
+        sunk |= flow.sunk_calls
+    for flow, _ in flows:
+        sunk -= flow.other_uses
+    counts: dict[int, tuple[int, int]] = {}
+    wanted = set(names) | {n for funcs in modules.values() for n in funcs}
+    for ref in reach.references(module, wanted):
+        summary = None
+        if isinstance(ref, cst.Name):
+            summary = names.get(ref.value) if ref.value not in defs.functions else None
+        elif isinstance(ref.value, cst.Name):
+            summary = modules.get(ref.value.value, {}).get(ref.attr.value)
+        if summary is None:
+            continue
+        uses, counted = counts.get(id(summary), (0, 0))
+        counts[id(summary)] = (uses + 1, counted + (1 if id(ref) in sunk else 0))
+    return hits, counts
+
+
+def return_hits(summary: "helperflow.HelperSummary") -> list[Hit]:
+    """The hits at a helper's returns (every use of it is a block count)."""
+    return [
+        Hit(
+            kind=ret.taint.kind,
+            sink=summary.spelled,
+            node=ret.value,
+            source=ret.taint.source,
+            rewrite=ret.rewrite,
+            request=ret.request,
+            stmt=ret.stmt,
+            guessed=ret.guessed,
+            via=None,
+            helper=None,
+        )
+        for ret in summary.returns
+    ]

@@ -4,7 +4,7 @@ A *scope* is a function body, a class body or the module body, without the scope
 nested in it (libcst nodes throughout). Statements are walked in order; every local
 name or attribute chain assigned in the scope remembers whether its value derives
 from a capture size (a :class:`Taint`). When a tainted value reaches a block-count
-sink (see :mod:`cgguard.static.rules.vocabulary`), a :class:`Hit` is recorded at the
+sink (see :mod:`cgguard.static.rules.model`), a :class:`Hit` is recorded at the
 place the value *becomes* the count, with the node the fix would wrap.
 
 The walk is deliberately simple (no branches merged, no fixed point): block
@@ -22,15 +22,14 @@ from typing import Callable, Sequence
 import libcst as cst
 
 from cgguard.static.rules import nodes, reach
-from cgguard.static.rules import vocabulary as vocab
+from cgguard.static.rules import model as vocab
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
 # passed through max(<capture size>, ...) (CGG002).
 TOKEN = "token"
 MAX = "max"
 
-# Calls that hand their first argument through unchanged in magnitude.
-_PASSTHROUGH_CALLS = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"})
+_PASSTHROUGH_CALLS = vocab.PASSTHROUGH_CALLS
 
 
 @dataclass(frozen=True)
@@ -38,9 +37,13 @@ class Taint:
     kind: str
     source: cst.BaseExpression  # the capture-size expression it came from
     reported: bool = False
+    # A hit at a block-named local this value passed (made there, recorded when the
+    # value reaches a sink or leaves the function).
+    pending: "Hit | None" = None
     # The call of a helper (a method of the class, a function of the module) the value
-    # came from, and that helper's summary (helperflow.HelperSummary).
-    call: cst.Call | None = None
+    # came from, or the read of a member (a property, an attribute the class sets from a
+    # capture size), and that member's summary (helperflow.HelperSummary).
+    call: cst.Call | cst.Attribute | None = None
     helper: object | None = None
 
 
@@ -89,9 +92,16 @@ class ClassFacts:
 
     _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 
-    def __init__(self, name: str, class_lines: Callable[[], list[str]]):
+    def __init__(
+        self,
+        name: str,
+        class_lines: Callable[[], list[str]],
+        aliases: Callable[[], dict[str, str]] | None = None,
+    ):
         self.name = name
         self._class_lines = class_lines
+        # The file's import aliases (reach.import_aliases), read when a fix asks.
+        self._aliases = aliases
         self._attrs: frozenset[str] | None = None
         self._runner: bool | None = None
 
@@ -99,7 +109,8 @@ class ClassFacts:
     def is_runner(self) -> bool:
         """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
         if self._runner is None:
-            self._runner = reach.names_model_runner(self.name, self._class_lines())
+            aliases = self._aliases() if self._aliases is not None else {}
+            self._runner = reach.names_model_runner(self.name, self._class_lines(), aliases)
         return self._runner
 
     @property
@@ -112,9 +123,11 @@ class ClassFacts:
         return self._attrs
 
 
-# Markers stored in the environment for locals holding a request count / a token count.
+# Markers stored in the environment for locals holding a request count / a token count /
+# a capture-size list.
 _REQUEST = object()
 _TOKENS = object()
+_CAPTURE_LIST = object()
 
 _SKIPPED_EXPRS = (cst.Lambda, cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)
 
@@ -146,6 +159,8 @@ class Returned:
     request: str | None
     guessed: bool
     chain: str | None  # the capture size's receiver, in the function's names
+    index: int | None = None  # the element of a returned tuple, or None for the whole value
+    attr: str | None = None  # ``self.<attr> = <count>``: the member it sets (not a return)
 
 
 class ScopeFlow:
@@ -155,14 +170,25 @@ class ScopeFlow:
         params: list[str],
         defaults: dict[str, cst.BaseExpression] | None = None,
         helper: Callable[[cst.Call], object | None] | None = None,
+        *,
+        function: bool = True,
     ):
         self.class_facts = class_facts
+        # A function's names are locals; a class's or module's are attributes and globals
+        # others read, so a block-count name there is a sink itself.
+        self.function = function
         self.params = params
         # The summary of the helper a call calls (helperflow.HelperSummary), or None.
         self.helper = helper
         self.returns: list[Returned] = []
+        self.stored: list[Returned] = []  # `self.name = <count>` (members other methods read)
         self.sunk_calls: set[int] = set()  # ids of helper calls (their func) that became block counts
+        self.other_uses: set[int] = set()  # ids of helper calls whose count also went elsewhere
         self._sunk: dict[int, Taint] = {}  # values already reported (chained targets)
+        self._pending: dict[int, Taint] = {}  # values assigned to block-named locals
+        self._emitted: set[int] = set()  # ids of pending hits recorded
+        self._returned: set[int] = set()  # ids of returns walked
+        self.dead = False  # after a return or raise
         self.current_stmt: cst.CSTNode | None = None
         self.env: dict[str, object] = {}
         self.aliases: dict[str, cst.BaseExpression] = {}  # local name -> expression it aliases
@@ -183,7 +209,25 @@ class ScopeFlow:
         if isinstance(node, (cst.Name, cst.Attribute)):
             key = nodes.dotted(node)
             value = self.env.get(key) if key else None
-            return value if isinstance(value, Taint) else None
+            if isinstance(value, Taint):
+                return value
+            if value is None and isinstance(node, cst.Attribute) and self.helper is not None:
+                # A member of the class read here: a property, or an attribute another
+                # method set from a capture size.
+                summary = self.helper(node)
+                if summary is not None and summary.index is None:
+                    return Taint(summary.kind, summary.source, call=node, helper=summary)
+            return None
+        if isinstance(node, cst.Subscript):
+            index = nodes.single_index(node)
+            if index is not None and nodes.is_minus_one(index) and self._capture_list(node.value):
+                return Taint(TOKEN, node)  # `sizes[-1]` of a local holding a capture-size list
+            # `helper()[0]`: the element of a helper's tuple that carries the count.
+            if isinstance(node.value, cst.Call) and isinstance(index, cst.Integer) and self.helper is not None:
+                summary = self.helper(node.value)
+                if summary is not None and summary.index == index.evaluated_value:
+                    return Taint(summary.kind, summary.source, call=node.value, helper=summary)
+            return None
         if isinstance(node, cst.BooleanOperation):
             return self.taint_of(node.left) or self.taint_of(node.right)
         if isinstance(node, cst.BinaryOperation):
@@ -197,9 +241,13 @@ class ScopeFlow:
         if isinstance(node, cst.Call):
             summary = self.helper(node) if self.helper is not None else None
             if summary is not None:
+                if summary.index is not None:
+                    return None  # a tuple: one element is the count (see assign_call)
                 return Taint(summary.kind, summary.source, call=node, helper=summary)
             callee = nodes.last_name(node.func)
             args = nodes.positional(node)
+            if callee == "max" and len(args) == 1 and not args[0].star and self._capture_list(args[0].value):
+                return Taint(TOKEN, node)  # max(sizes) of a local holding a capture-size list
             if callee == "min":
                 if any(self._is_request(a.value) for a in args):
                     return None
@@ -215,6 +263,10 @@ class ScopeFlow:
             if callee in _PASSTHROUGH_CALLS and args:
                 return self._arg_taint(args[0])
         return None
+
+    def _capture_list(self, node: cst.BaseExpression) -> bool:
+        """A local holding a capture-size list (``sizes = cc.cudagraph_capture_sizes``)."""
+        return isinstance(node, cst.Name) and self.env.get(node.value) is _CAPTURE_LIST
 
     def _arg_taint(self, arg: cst.Arg) -> Taint | None:
         return None if arg.star else self.taint_of(arg.value)
@@ -320,11 +372,14 @@ class ScopeFlow:
         root, dot, rest = chain.partition(".")
         owner = summary.owner
         params = owner.params() + owner.kwonly()
-        if owner.is_method and params[:1] == [root]:
-            func = taint.call.func
-            base = self._resolve(func.value) if isinstance(func, cst.Attribute) else None
+        call = taint.call
+        receiver = call.func if isinstance(call, cst.Call) else call
+        if owner.implicit_first and params[:1] == [root]:
+            # `self.helper()` / `self.member`: the same object; `cls.`/`Klass.`: no object.
+            own = isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
+            base = "self" if own and receiver.value.value == "self" else None
         elif root in params:
-            arg = reach.call_argument(taint.call, owner, root)
+            arg = reach.call_argument(call, owner, root) if isinstance(call, cst.Call) and not summary.stored else None
             base = self._resolve(arg) if arg is not None else None
         else:
             base = root  # a global (get_current_vllm_config()...)
@@ -347,6 +402,12 @@ class ScopeFlow:
 
     def _request_from_chain(self, chain: str) -> str | None:
         parts = chain.split(".")
+        if parts[-1] in vocab.CAPTURE_LIST_NAMES:
+            parts = parts[:-1]  # `sizes[-1]` of a local list: its receiver
+        for i, part in enumerate(parts[:-1]):
+            if part in ("runner", "model_runner") and i + 1 < len(parts):
+                # `runner.vllm_config.compilation_config`: the runner has the request count.
+                return ".".join(parts[: i + 1]) + ".max_num_reqs"
         if parts[-1] == "compilation_config":
             parts = parts[:-1]
         if not parts:
@@ -380,37 +441,127 @@ class ScopeFlow:
 
     # ---- sinks --------------------------------------------------------------
     def sink(self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None = None) -> Taint | None:
-        """``value`` flows into a block-count sink; record a hit unless seen."""
+        """``value`` flows into a block-count sink; record a hit unless seen.
+
+        A value that went through a block-named local first (:meth:`pending`) is
+        reported there, where it became the count.
+        """
         seen = self._sunk.get(id(value))
         if seen is not None:
             return seen  # `a_blocks = b_blocks = <count>`: one finding
         taint = self.taint_of(value)
         if taint is None:
             return None
-        if taint.call is not None:
-            self.sunk_calls.add(id(taint.call.func))
-        if not taint.reported:
-            request, guessed = self.request_of(taint)
-            self.hits.append(
-                Hit(
-                    kind=taint.kind,
-                    sink=sink,
-                    node=value,
-                    source=taint.source,
-                    rewrite=self.locate(value, parent),
-                    request=request,
-                    stmt=self.current_stmt,
-                    guessed=guessed,
-                    via=None if taint.helper is None else taint.helper.owner.name + "()",
-                    helper=taint.helper,
-                )
-            )
+        if taint.pending is not None:
+            self.emit(taint)
+        elif not taint.reported:
+            if taint.call is not None:
+                self.sunk_calls.add(_ref_id(taint.call))
+            self.hits.append(self._hit(taint, value, sink, parent))
         result = self._sunk[id(value)] = replace(taint, reported=True)
         return result
+
+    def _hit(self, taint: Taint, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None) -> Hit:
+        request, guessed = self.request_of(taint)
+        return Hit(
+            kind=taint.kind,
+            sink=sink,
+            node=value,
+            source=taint.source,
+            rewrite=self.locate(value, parent),
+            request=request,
+            stmt=self.current_stmt,
+            guessed=guessed,
+            via=None if taint.helper is None else taint.helper.spelled,
+            helper=taint.helper,
+        )
+
+    def pending(self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None) -> Taint | None:
+        """``value`` is assigned to a local named like a block count.
+
+        No sink by itself: the hit is made here (where the value becomes the count)
+        and recorded only when the local's value reaches a sink or leaves the
+        function (:meth:`emit`).
+        """
+        seen = self._pending.get(id(value))
+        if seen is not None:
+            return seen  # chained targets, or a loop's second pass
+        taint = self.taint_of(value)
+        if taint is None:
+            return None
+        if taint.pending is None and not taint.reported:
+            taint = replace(taint, pending=self._hit(taint, value, sink, parent))
+        self._pending[id(value)] = taint
+        return taint
+
+    def emit(self, taint: Taint | None) -> None:
+        """A value carrying a pending block-local hit reached a sink or left the function."""
+        if taint is None or taint.pending is None or id(taint.pending) in self._emitted:
+            return
+        self._emitted.add(id(taint.pending))
+        if taint.call is not None:
+            self.sunk_calls.add(_ref_id(taint.call))
+        self.hits.append(taint.pending)
+
+    def escapes(self, node: cst.BaseExpression) -> None:
+        """``node`` leaves the function (returned, stored on an object, passed to a call)."""
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            for element in node.elements:
+                self.escapes(element.value)
+            return
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    self.escapes(element.value)
+            return
+        if isinstance(node, cst.StarredElement):
+            node = node.value
+        taint = self.taint_of(node)
+        if taint is not None and taint.pending is None and taint.call is not None:
+            # A member's count used otherwise (a token buffer...): its finding stays at its uses.
+            self.other_uses.add(_ref_id(taint.call))
+        self.emit(taint)
+
+    # ---- states (flow-sensitive walk) ----------------------------------------
+    def snapshot(self) -> "State":
+        return State(dict(self.env), dict(self.aliases), self.dead)
+
+    def restore(self, state: "State") -> None:
+        self.env, self.aliases, self.dead = dict(state.env), dict(state.aliases), state.dead
+
+    def join(self, *states: "State") -> "State":
+        """Where paths meet: a value is bounded only if it is bounded on every live path."""
+        live = [s for s in states if not s.dead]
+        if not live:
+            return State({}, {}, True)
+        if len(live) == 1:
+            return live[0]
+        env: dict[str, object] = {}
+        for key in {k for s in live for k in s.env}:
+            values = [s.env.get(key) for s in live]
+            taint = next((v for v in values if isinstance(v, Taint) and v.pending is not None), None)
+            taint = taint or next((v for v in values if isinstance(v, Taint)), None)
+            if taint is not None:
+                env[key] = taint
+            elif any(v is _TOKENS for v in values):
+                env[key] = _TOKENS
+            elif all(v is _REQUEST for v in values):
+                env[key] = _REQUEST
+            elif all(v is _CAPTURE_LIST for v in values):
+                env[key] = _CAPTURE_LIST
+            elif all(isinstance(v, SplatDict) for v in values):
+                env[key] = SplatDict.merged(values)
+        aliases: dict[str, cst.BaseExpression] = {}
+        for s in live:
+            for k, v in s.aliases.items():
+                aliases.setdefault(k, v)
+        return State(env, aliases, False)
 
     # ---- statements ---------------------------------------------------------
     def run(self, body: Sequence[cst.CSTNode]) -> list[Hit]:
         for stmt in body:
+            if self.dead:
+                break  # after a return or raise: unreachable
             self.stmt(stmt)
         return self.hits
 
@@ -420,6 +571,17 @@ class ScopeFlow:
         if isinstance(body, (cst.Else, cst.Finally)):
             body = body.body
         self.run(body.body)
+
+    def branch(self, start: "State", body, bound: str | None = None) -> "State":
+        """Run ``body`` from ``start`` (with ``bound`` known to be at most a request count)."""
+        self.restore(start)
+        if bound is not None and not self.dead:
+            self.env[bound] = _REQUEST
+        if isinstance(body, cst.If):
+            self.stmt(body)
+        else:
+            self.block(body)
+        return self.snapshot()
 
     def stmt(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.SimpleStatementLine):
@@ -431,6 +593,8 @@ class ScopeFlow:
         if isinstance(node, cst.Assign):
             self.expr(node.value)
             for target in node.targets:
+                if self.assign_call(target.target, node.value):
+                    continue
                 for name, value in reach.unpack_pairs(target.target, node.value):
                     if value is None:
                         self.forget(name)
@@ -440,61 +604,170 @@ class ScopeFlow:
             if node.value is not None:
                 self.expr(node.value)
                 self.returned(node)
+            self.dead = True
+        elif isinstance(node, cst.Raise):
+            for child in nodes.children(node):
+                if isinstance(child, cst.BaseExpression):
+                    self.expr(child)
+            self.dead = True
         elif isinstance(node, cst.AnnAssign):
             if node.value is not None:
                 self.expr(node.value)
                 self.assign(node.target, node.value)
         elif isinstance(node, cst.AugAssign):
             self.expr(node.value)
+            key = nodes.dotted(node.target)
+            # `x += <capture size>`: x now carries it too; `x //= n` keeps what x had.
+            taint = self.taint_of(node.value)
+            if key is not None and taint is not None and not isinstance(self.env.get(key), Taint):
+                self.env[key] = taint
         elif isinstance(node, cst.If):
             self.expr(node.test)
-            self.block(node.body)
-            if isinstance(node.orelse, cst.If):
-                self.stmt(node.orelse)
+            body_bound, else_bound = self._clamped(node.test)
+            pre = self.snapshot()
+            taken = self.branch(pre, node.body, body_bound)
+            other = self.branch(pre, node.orelse, else_bound)
+            self.restore(self.join(taken, other))
+        elif isinstance(node, (cst.While, cst.For)):
+            if isinstance(node, cst.While):
+                self.expr(node.test)
             else:
-                self.block(node.orelse)
-        elif isinstance(node, cst.While):
-            self.expr(node.test)
-            self.block(node.body)
-            self.block(node.orelse)
-        elif isinstance(node, cst.For):
-            self.expr(node.target)
-            self.expr(node.iter)
-            self.block(node.body)
+                self.expr(node.iter)
+                self.forget(node.target)
+            pre = self.snapshot()
+            # Twice: what one iteration leaves is what the next starts from (values
+            # here move one way, unbounded wins, so two passes reach the fixed point
+            # of one-hop loops; longer chains through a loop are rare in this code).
+            state = pre
+            for _ in range(2):
+                after = self.branch(self.join(pre, state), node.body)
+                state = self.join(state, after)
+            self.restore(self.join(pre, state))
             self.block(node.orelse)
         elif isinstance(node, (cst.Try, cst.TryStar)):
-            self.block(node.body)
+            pre = self.snapshot()
+            # A handler may start after any statement of the body: from the join of all.
+            anywhere = [pre]
+            for stmt in node.body.body:
+                if self.dead:
+                    break
+                self.stmt(stmt)
+                anywhere.append(self.snapshot())
+            body_end = self.snapshot()
+            handler_start = self.join(*[replace(s, dead=False) for s in anywhere])
+            outs = [self.branch(body_end, node.orelse)]
             for handler in node.handlers:
-                self.block(handler.body)
-            self.block(node.orelse)
-            self.block(node.finalbody)
+                outs.append(self.branch(handler_start, handler.body))
+            self.restore(self.join(*outs))
+            if node.finalbody is not None:
+                dead = self.dead
+                self.dead = False
+                self.block(node.finalbody)
+                self.dead = self.dead or dead
         elif isinstance(node, cst.With):
             for item in node.items:
                 self.expr(item.item)
             self.block(node.body)
         elif isinstance(node, cst.Match):
             self.expr(node.subject)
+            pre = self.snapshot()
+            outs = [pre]
             for case in node.cases:
-                self.block(case.body)
+                outs.append(self.branch(pre, case.body))
+            self.restore(self.join(*outs))
         else:
             # Any other statement: its expressions, in order.
             for child in nodes.children(node):
                 if isinstance(child, cst.BaseExpression):
                     self.expr(child)
 
+    def _clamped(self, test: cst.BaseExpression) -> tuple[str | None, str | None]:
+        """``if x > R:`` / ``if x <= R:``: which branch knows ``x`` is at most a request count.
+
+        The clamp idiom ``if x > R: x = R`` then leaves ``x`` bounded on both paths.
+        """
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return None, None
+        left, op, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+            left, right = right, left  # R < x  is  x > R
+        elif not isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+            return None, None
+        # `left > right` holds on the body's path, `left <= right` on the other.
+        for big, small, bound_in_body in ((left, right, False), (right, left, True)):
+            key = nodes.dotted(big) if isinstance(big, (cst.Name, cst.Attribute)) else None
+            if key and isinstance(self.env.get(key), Taint) and self._is_request(small):
+                return (key, None) if bound_in_body else (None, key)
+        return None, None
+
     def returned(self, node: cst.Return) -> None:
         """A ``return`` of a capture-size count makes this function a helper (see helperflow)."""
         value = node.value
+        if id(node) in self._returned:
+            return  # a loop's second pass
+        self._returned.add(id(node))
+        self.escapes(value)
+        if isinstance(value, cst.Tuple):
+            # `return <count>, other`: the element that carries the count, by position.
+            for i, element in enumerate(value.elements):
+                if isinstance(element, cst.StarredElement):
+                    return
+                self._summarise(node, element.value, i, value)
+            return
+        self._summarise(node, value, None, None)
+
+    def _summarise(self, stmt, value, index, parent) -> None:
         taint = self.taint_of(value)
-        if taint is None or taint.reported:
+        if taint is None or taint.reported or taint.pending is not None:
             return
         request, guessed = self.request_of(taint)
         self.returns.append(
-            Returned(node, value, taint, self.locate(value, None), request, guessed, self.chain_of(taint))
+            Returned(stmt, value, taint, self.locate(value, parent), request, guessed, self.chain_of(taint), index)
         )
+
+    def stored_on_self(self, target: cst.Attribute, value: cst.BaseExpression, parent) -> None:
+        """``self.name = <count>`` (not a block-count name): a member other methods may read."""
+        if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        taint = self.taint_of(value)
+        if taint is None or taint.reported or taint.pending is not None:
+            return
+        request, guessed = self.request_of(taint)
+        self.stored.append(
+            Returned(self.current_stmt, value, taint, self.locate(value, parent), request, guessed,
+                     self.chain_of(taint), None, target.attr.value)
+        )
+
+    def assign_call(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+        """``a, b = helper()`` where one element of the helper's tuple carries the count."""
+        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call) and self.helper):
+            return False
+        summary = self.helper(value)
+        elements = target.elements
+        if summary is None or summary.index is None or summary.index >= len(elements):
+            return False
+        if any(isinstance(e, cst.StarredElement) for e in elements):
+            return False
+        self.forget(target)
+        element = elements[summary.index].value
+        key = nodes.dotted(element)
+        if key is not None:
+            taint = Taint(summary.kind, summary.source, call=value, helper=summary)
+            name = nodes.last_name(element) or ""
+            if vocab.is_sink_name(name) and isinstance(element, cst.Attribute):
+                self.sink(value, sink=key)
+                taint = replace(taint, reported=True)
+            elif vocab.is_sink_name(name):
+                taint = self._pending.setdefault(id(value), replace(taint, pending=self._hit(taint, value, key, None)))
+            self.env[key] = taint
+        return True
 
     def forget(self, target: cst.BaseExpression) -> None:
         """A target assigned a value the flow does not follow (``a, b = f()``)."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.forget(element.value)
+            return
         if isinstance(target, cst.StarredElement):
             target = target.value
         key = nodes.dotted(target)
@@ -506,17 +779,31 @@ class ScopeFlow:
     def assign(
         self, target: cst.BaseExpression, value: cst.BaseExpression, parent: cst.CSTNode | None = None
     ) -> None:
+        if isinstance(target, cst.Subscript):
+            self._store_item(target, value)
+            return
         name = nodes.last_name(target)
         key = nodes.dotted(target)
         if name is None or key is None:
             return
-        if vocab.is_sink_name(name):
+        if vocab.is_sink_name(name) and isinstance(target, cst.Name) and self.function:
+            result = self.pending(value, sink=key, parent=parent)
+        elif vocab.is_sink_name(name):
             result = self.sink(value, sink=key, parent=parent)
         else:
             result = self.taint_of(value)
+            if isinstance(target, cst.Attribute):
+                self.escapes(value)  # stored on an object
+                self.stored_on_self(target, value, parent)
             if result is None:
-                kind = self._count_kind(value)
-                result = _REQUEST if kind == reach.REQUESTS else _TOKENS if kind == reach.TOKENS else None
+                splat = self._splat_dict(value)
+                if splat is not None:
+                    result = splat
+                elif isinstance(target, cst.Name) and nodes.last_name(value) in vocab.CAPTURE_LIST_NAMES:
+                    result = _CAPTURE_LIST
+                else:
+                    kind = self._count_kind(value)
+                    result = _REQUEST if kind == reach.REQUESTS else _TOKENS if kind == reach.TOKENS else None
         if result is None:
             self.env.pop(key, None)
         else:
@@ -526,6 +813,33 @@ class ScopeFlow:
                 self.aliases[target.value] = value
             else:
                 self.aliases.pop(target.value, None)
+
+    # ---- dicts splatted into calls ------------------------------------------
+    def _splat_dict(self, value: cst.BaseExpression) -> "SplatDict | None":
+        """A dict literal (or ``dict(...)``) with block-count string keys: sinks if splatted."""
+        entries = _dict_sinks(value)
+        return SplatDict(tuple(entries)) if entries else None
+
+    def _store_item(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        """``overrides["num_gpu_blocks_override"] = n``: one more key of a dict to splat."""
+        key = nodes.dotted(target.value) if isinstance(target.value, (cst.Name, cst.Attribute)) else None
+        index = nodes.single_index(target)
+        name = _string_value(index) if index is not None else None
+        if key is None or name is None or not vocab.is_sink_name(name):
+            self.escapes(value)
+            return
+        held = self.env.get(key)
+        entries = held.entries if isinstance(held, SplatDict) else ()
+        self.env[key] = SplatDict((*entries, (name, value)))
+
+    def _splatted(self, value: cst.BaseExpression) -> None:
+        """``f(**d)``: each block-count key of ``d`` is a keyword of ``f``."""
+        entries = _dict_sinks(value)
+        if not entries and isinstance(value, (cst.Name, cst.Attribute)):
+            held = self.env.get(nodes.dotted(value) or "")
+            entries = list(held.entries) if isinstance(held, SplatDict) else []
+        for name, element in entries:
+            self.sink(element, sink=f'"{name}"')
 
     def expr(self, node: cst.BaseExpression) -> None:
         """Find sinks inside an expression: keywords, builder arguments, walrus targets."""
@@ -543,9 +857,14 @@ class ScopeFlow:
             stack.extend(reversed(list(nodes.children(cur))))
 
     def call(self, node: cst.Call) -> None:
+        sunk: set[int] = set()
         for arg in node.args:
             if arg.keyword is not None and vocab.is_sink_name(arg.keyword.value):
                 self.sink(arg.value, sink=f"{arg.keyword.value}=")
+                sunk.add(id(arg))
+            elif arg.star == "**":
+                self._splatted(arg.value)
+                sunk.add(id(arg))
         callee = nodes.last_name(node.func)
         args = [a for a in nodes.positional(node) if not a.star]
         # A builder also handed a request count is being bounded by it (as in
@@ -553,6 +872,57 @@ class ScopeFlow:
         if callee and vocab.is_profiling_builder(callee) and not any(self._is_request(a.value) for a in args):
             for arg in args:
                 self.sink(arg.value, sink=f"{callee}(...)")
+                sunk.add(id(arg))
+        if callee not in vocab.NON_ESCAPING_CALLS:
+            # Handed to another function: a block-named local's count leaves this one.
+            for arg in node.args:
+                if id(arg) not in sunk:
+                    self.escapes(arg.value)
+
+
+@dataclass(frozen=True)
+class State:
+    env: dict
+    aliases: dict
+    dead: bool
+
+
+@dataclass(frozen=True)
+class SplatDict:
+    """A local dict holding block counts under string keys (sinks once splatted)."""
+
+    entries: tuple[tuple[str, cst.BaseExpression], ...]
+
+    @staticmethod
+    def merged(values) -> "SplatDict":
+        out: list = []
+        for v in values:
+            out.extend(e for e in v.entries if e not in out)
+        return SplatDict(tuple(out))
+
+
+def _string_value(node: cst.CSTNode | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _dict_sinks(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+    """(key, value) of block-count string keys in ``{...}`` or ``dict(...)``."""
+    out = []
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.DictElement):
+                name = _string_value(element.key)
+                if name is not None and vocab.is_sink_name(name):
+                    out.append((name, element.value))
+    return out
+
+
+def _ref_id(read: cst.Call | cst.Attribute) -> int:
+    """The node a reference search finds for a member's call or read (its name)."""
+    return id(read.func) if isinstance(read, cst.Call) else id(read)
 
 
 def _receiver(source: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -561,8 +931,14 @@ def _receiver(source: cst.BaseExpression) -> cst.BaseExpression | None:
         return source.value
     if isinstance(source, cst.Subscript) and isinstance(source.value, cst.Attribute):
         return source.value.value
+    if isinstance(source, cst.Subscript) and isinstance(source.value, cst.Name):
+        return source.value  # a local list: resolved through its alias
+    if isinstance(source, cst.Call) and nodes.getattr_name(source) is not None:
+        return source.args[0].value  # getattr(<receiver>, "max_capture_size", ...)
     if isinstance(source, cst.Call) and isinstance(source.args[0].value, cst.Attribute):
         return source.args[0].value.value
+    if isinstance(source, cst.Call) and isinstance(source.args[0].value, cst.Name):
+        return source.args[0].value
     return None
 
 

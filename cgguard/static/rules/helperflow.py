@@ -41,20 +41,54 @@ HelperFor = Callable[["cst.ClassDef | None"], Callable[[cst.Call], "HelperSummar
 
 @dataclass(eq=False)
 class HelperSummary:
-    owner: reach.Owner
+    """What a member carries: a function's return, a property, an attribute set on ``self``."""
+
+    owner: reach.Owner  # the function (for an attribute: the first method that sets it)
     kind: str  # the taint kind of its (first) returned count
     source: cst.BaseExpression  # the capture-size expression it returns
     chain: str | None  # that expression's receiver in the helper's own names
-    returns: list[Returned] = field(default_factory=list)
+    returns: list[Returned] = field(default_factory=list)  # where it is made (returns, stores)
+    index: int | None = None  # the element of a returned tuple that carries it
+    attr: str | None = None  # an attribute other methods read (``self.<attr>``), not a return
+
+    @property
+    def stored(self) -> bool:
+        return self.attr is not None
+
+    @property
+    def name(self) -> str:
+        return self.attr if self.attr is not None else self.owner.name
+
+    @property
+    def spelled(self) -> str:
+        """How its uses spell it, for messages: ``helper()``, ``self.prop``."""
+        if self.attr is not None or self.owner.is_property:
+            return f"self.{self.name}"
+        return f"{self.name}()"
 
 
-def _summaries(flows: Flows, owners: dict[int, reach.Owner]) -> dict[int, HelperSummary]:
-    out: dict[int, HelperSummary] = {}
+Key = object  # id(function), or ("attr", id(class), name)
+
+
+def _summaries(flows: Flows, owners: dict[int, reach.Owner]) -> dict[Key, HelperSummary]:
+    out: dict[Key, HelperSummary] = {}
     for flow, func in flows:
-        if func is None or not flow.returns or id(func) not in owners:
+        if func is None or id(func) not in owners:
             continue
-        first = flow.returns[0]
-        out[id(func)] = HelperSummary(owners[id(func)], first.taint.kind, first.taint.source, first.chain, flow.returns)
+        owner = owners[id(func)]
+        if flow.returns:
+            first = flow.returns[0]
+            # One element of a tuple, or the whole value; returns that disagree follow the first.
+            rets = [r for r in flow.returns if r.index == first.index]
+            out[id(func)] = HelperSummary(owner, first.taint.kind, first.taint.source, first.chain, rets, first.index)
+        if owner.cls is not None:
+            for st in flow.stored:
+                key = ("attr", id(owner.cls), st.attr)
+                found = out.get(key)
+                if found is None:
+                    out[key] = HelperSummary(owner, st.taint.kind, st.taint.source, st.chain, [st], attr=st.attr)
+                else:
+                    found.returns.append(st)
     return out
 
 
@@ -74,15 +108,22 @@ def follow(module: cst.Module, run: Callable[[HelperFor | None], Flows], flows: 
         known = latest
 
         def helper_for(cls, known=known):
-            def resolve(call: cst.Call) -> HelperSummary | None:
-                func = defs.resolve(call, cls)
-                return None if func is None else known.get(id(func))
+            def resolve(node: cst.Call | cst.Attribute) -> HelperSummary | None:
+                if isinstance(node, cst.Call):
+                    func = defs.resolve(node, cls)
+                    return None if func is None else known.get(id(func))
+                func = defs.resolve_read(node, cls)
+                if func is not None:
+                    return known.get(id(func))
+                if cls is not None and isinstance(node.value, cst.Name) and node.value.value == "self":
+                    return known.get(("attr", id(cls), node.attr.value))
+                return None
 
             return resolve
 
         flows = run(helper_for)
         latest = _summaries(flows, owners)
-        if {k: s.kind for k, s in latest.items()} == {k: s.kind for k, s in known.items()}:
+        if {k: (s.kind, s.index) for k, s in latest.items()} == {k: (s.kind, s.index) for k, s in known.items()}:
             break
     return _place(module, flows, known, latest)
 
@@ -101,7 +142,9 @@ def _place(
     sunk: set[int] = set()
     for flow, _ in flows:
         sunk |= flow.sunk_calls
-    names = {known[k].owner.name for k in known}
+    for flow, _ in flows:
+        sunk -= flow.other_uses
+    names = {known[k].name for k in known}
     refs = reach.references(module, names)
     moved: set[int] = set()  # ids of summaries whose findings move to the return
     extra: list[Hit] = []
@@ -109,7 +152,7 @@ def _place(
         call_hits = by_helper.get(id(summary))
         if not call_hits or key not in latest:
             continue
-        name = summary.owner.name
+        name = summary.name
         mine = [r for r in refs if _spelled(r) == name]
         if not all(id(r) in sunk for r in mine):
             continue  # used otherwise too: the findings stay at the calls
@@ -118,14 +161,14 @@ def _place(
             extra.append(
                 Hit(
                     kind=ret.taint.kind,
-                    sink=f"{name}()",  # what its callers take as a block count
+                    sink=summary.spelled,  # what its callers take as a block count
                     node=ret.value,
                     source=ret.taint.source,
                     rewrite=ret.rewrite,
                     request=ret.request,
                     stmt=ret.stmt,
                     guessed=ret.guessed,
-                    via=None if ret.taint.helper is None else ret.taint.helper.owner.name + "()",
+                    via=None if ret.taint.helper is None else ret.taint.helper.spelled,
                     helper=ret.taint.helper,
                 )
             )

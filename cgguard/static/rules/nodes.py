@@ -1,6 +1,6 @@
-"""Matching libcst nodes against the vocabulary: names, chains, capture-size sources.
+"""Matching libcst nodes against the taint model: names, chains, capture-size sources.
 
-The node-level half of :mod:`cgguard.static.rules.vocabulary` (which stays free of
+The node-level half of :mod:`cgguard.static.rules.model` (which stays free of
 libcst, so the driver can screen text without importing it).
 """
 
@@ -11,7 +11,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from cgguard.static.rules.vocabulary import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, REQUEST_COUNT_NAMES
+from cgguard.static.rules.model import CAPTURE_LIST_NAMES, GETATTR, REQUEST_COUNT_NAMES, is_capture_attr_name
 
 # Fields that hold only layout (whitespace, brackets, separators, operators): never
 # an expression or a statement, so walks skip them.
@@ -102,14 +102,17 @@ def capture_source_kind(node: cst.CSTNode) -> bool:
     """True for an expression that *is* the largest capture size (tokens).
 
     ``<x>.max_cudagraph_capture_size``, ``<x>.max_capture_size``,
-    ``<x>.cudagraph_batch_sizes[-1]``, ``max(<x>.cudagraph_capture_sizes)``.
+    ``<x>.cudagraph_batch_sizes[-1]``, ``max(<x>.cudagraph_capture_sizes)``,
+    ``getattr(<x>, "max_cudagraph_capture_size"[, default])``.
     """
     if isinstance(node, cst.Attribute):
-        return node.attr.value in CAPTURE_SIZE_ATTRS
+        return is_capture_attr_name(node.attr.value)
     if isinstance(node, cst.Subscript):
         index = single_index(node)
         return last_name(node.value) in CAPTURE_LIST_NAMES and index is not None and is_minus_one(index)
     if isinstance(node, cst.Call):
+        if getattr_name(node) is not None:
+            return True
         return (
             isinstance(node.func, cst.Name)
             and node.func.value == "max"
@@ -119,6 +122,23 @@ def capture_source_kind(node: cst.CSTNode) -> bool:
             and last_name(node.args[0].value) in CAPTURE_LIST_NAMES
         )
     return False
+
+
+def getattr_name(node: cst.CSTNode) -> str | None:
+    """``getattr(x, "max_capture_size", default)`` -> that name, when it reads a capture size."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == GETATTR):
+        return None
+    args = node.args
+    if len(args) not in (2, 3) or any(a.keyword is not None or a.star for a in args):
+        return None
+    name = args[1].value
+    value = name.evaluated_value if isinstance(name, cst.SimpleString) else None
+    return value if is_capture_attr_name(value) else None
+
+
+def getattr_default(node: cst.Call) -> cst.BaseExpression | None:
+    """The default of a ``getattr`` source (None without one)."""
+    return node.args[2].value if len(node.args) == 3 else None
 
 
 def mentions_request_count(node: cst.CSTNode) -> bool:

@@ -26,16 +26,12 @@ from typing import Callable, Iterable, Iterator
 import libcst as cst
 
 from cgguard.static.rules import nodes
-from cgguard.static.rules.vocabulary import REQUEST_COUNT_NAMES
-
-# Counts of tokens: a min() of these and a capture size still grows with the token count.
-TOKEN_COUNT_NAMES = frozenset({"max_num_tokens", "max_num_batched_tokens", "max_model_len"})
+from cgguard.static.rules.model import PASSTHROUGH_CALLS as _PASSTHROUGH
+from cgguard.static.rules.model import REQUEST_COUNT_NAMES, TOKEN_COUNT_NAMES
 
 REQUESTS = "requests"
 TOKENS = "tokens"
 
-# Calls that keep the magnitude of their first argument (as the flow's passthrough calls).
-_PASSTHROUGH = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"})
 _OPAQUE = "opaque"
 
 
@@ -181,6 +177,11 @@ def class_header(lines: list[str]) -> str:
 
 def base_names(lines: list[str]) -> list[str]:
     """Last names of the base classes (``pkg.GPUModelRunner`` -> ``GPUModelRunner``)."""
+    return [b.rsplit(".", 1)[-1] for b in base_chains(lines)]
+
+
+def base_chains(lines: list[str]) -> list[str]:
+    """The base classes as written (``pkg.GPUModelRunner``, ``Base``), without subscripts."""
     header = class_header(lines)
     open_at = header.find("(")
     if open_at < 0:
@@ -191,9 +192,9 @@ def base_names(lines: list[str]) -> list[str]:
         part = part.strip()
         if not part or "=" in part.split("[", 1)[0]:
             continue  # metaclass=..., keywords
-        m = re.match(r"[\w.]*?(\w+)\s*(?:\[|$)", part.lstrip("*"))
+        m = re.match(r"\s*([\w.]*\w)\s*(?:\[|$)", part.lstrip("*"))
         if m:
-            names.append(m.group(1))
+            names.append(re.sub(r"\s+", "", m.group(1)))
     return names
 
 
@@ -218,9 +219,40 @@ def _outside_brackets(text: str, chars: str) -> Iterator[int]:
             yield i
 
 
-def names_model_runner(name: str, lines: list[str]) -> bool:
-    """A model runner: the class's name or one of its bases names one (``...ModelRunner``)."""
-    return bool(_RUNNER.search(name)) or any(_RUNNER.search(b) for b in base_names(lines))
+def names_model_runner(name: str, lines: list[str], aliases: dict[str, str] | None = None) -> bool:
+    """A model runner: the class's name or one of its bases names one (``...ModelRunner``).
+
+    A base imported under another name is read under its own (``aliases``, from
+    :func:`import_aliases`): ``GPUModelRunner as Base`` is a runner, ``ProfilingMixin
+    as ModelRunner`` is not; ``module.GPUModelRunner`` is read by its last name.
+    """
+    if _RUNNER.search(name):
+        return True
+    aliases = aliases or {}
+    for chain in base_chains(lines):
+        first, _, rest = chain.partition(".")
+        real = chain if rest else aliases.get(first, first)
+        if _RUNNER.search(real.rsplit(".", 1)[-1]):
+            return True
+    return False
+
+
+def import_aliases(tree) -> dict[str, str]:
+    """``import a.b as m`` / ``from a.b import C as D``: each alias -> the dotted name it binds
+    (Python's tree of the file; imports anywhere in it)."""
+    import ast
+
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = f"{node.module or ''}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    out[alias.asname] = alias.name
+    return out
 
 
 def body_declarations(lines: list[str]) -> frozenset[str]:
@@ -268,6 +300,19 @@ class Owner:
     def is_method(self) -> bool:
         return self.cls is not None
 
+    @property
+    def decorators(self) -> frozenset[str]:
+        return frozenset(nodes.last_name(d.decorator) or "" for d in self.func.decorators)
+
+    @property
+    def is_property(self) -> bool:
+        return self.is_method and bool(self.decorators & {"property", "cached_property"})
+
+    @property
+    def implicit_first(self) -> bool:
+        """Its first parameter is the object or class (``self``/``cls``), not an argument."""
+        return self.is_method and "staticmethod" not in self.decorators
+
     def params(self) -> list[str]:
         p = self.func.params
         return [a.name.value for a in (*p.posonly_params, *p.params)]
@@ -308,19 +353,45 @@ class ModuleDefs:
     def resolve(self, call: cst.Call, cls: cst.ClassDef | None) -> cst.FunctionDef | None:
         """The helper a call in a method of ``cls`` (or a module function) calls.
 
-        ``self.name(...)`` in a method: ``cls``'s own method; ``name(...)``: the
-        module's function. Anything else is not resolved.
+        ``name(...)``: the module's function; in a method, ``self.name(...)``,
+        ``cls.name(...)`` and ``type(self).name(...)``: ``cls``'s own method;
+        ``Klass.name(...)``: the method of the module's class ``Klass``. A property
+        is read, not called: :meth:`resolve_read`.
         """
         func = call.func
         if isinstance(func, cst.Name):
             return self.functions.get(func.value)
+        if not isinstance(func, cst.Attribute):
+            return None
+        found = self._method(func.value, func.attr.value, cls)
+        return None if found is None or Owner(found, cls).is_property else found
+
+    def resolve_read(self, node: cst.Attribute, cls: cst.ClassDef | None) -> cst.FunctionDef | None:
+        """The property of ``cls`` that ``self.name`` reads."""
+        if cls is None or not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+            return None
+        found = self.methods.get(id(cls), {}).get(node.attr.value)
+        return found if found is not None and Owner(found, cls).is_property else None
+
+    def _method(self, receiver: cst.BaseExpression, name: str, cls: cst.ClassDef | None):
+        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls") and cls is not None:
+            return self.methods.get(id(cls), {}).get(name)
         if (
-            cls is not None
-            and isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == "self"
+            isinstance(receiver, cst.Call)
+            and nodes.last_name(receiver.func) == "type"
+            and cls is not None
         ):
-            return self.methods.get(id(cls), {}).get(func.attr.value)
+            return self.methods.get(id(cls), {}).get(name)
+        if isinstance(receiver, cst.Name):
+            for klass in self.classes:
+                if klass.name.value == receiver.value:
+                    return self.methods.get(id(klass), {}).get(name)
+        return None
+
+    def class_of(self, func: cst.FunctionDef) -> cst.ClassDef | None:
+        for klass in self.classes:
+            if any(f is func for f in self.methods[id(klass)].values()):
+                return klass
         return None
 
 
@@ -343,14 +414,25 @@ def _block_stmts(body: Iterable[cst.CSTNode]) -> Iterator[cst.CSTNode]:
 
 
 def references(module: cst.Module, names: set[str]) -> list[cst.CSTNode]:
-    """Every Name or ``.attr`` in the module spelling one of ``names`` (def names excluded)."""
+    """Every Name or ``.attr`` in the module spelling one of ``names`` read (def names,
+    assignment targets excluded)."""
     out: list[cst.CSTNode] = []
     # Names that are no reference: a def's or class's own name, a parameter, a keyword
-    # argument, and the attribute name of ``x.attr`` (the Attribute itself counts).
+    # argument, an assignment target, and the attribute name of ``x.attr`` (the
+    # Attribute itself counts).
     skip: set[int] = set()
     for node in nodes.walk(module):
         if id(node) in skip:
+            if isinstance(node, cst.Attribute):
+                skip.add(id(node.attr))
             continue
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            skip.update(id(sub) for sub in nodes.walk(node))  # names an import binds: no use
+            continue
+        if isinstance(node, cst.AssignTarget):
+            skip.add(id(node.target))
+        elif isinstance(node, cst.AnnAssign):
+            skip.add(id(node.target))
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
             skip.add(id(node.name))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
@@ -372,7 +454,7 @@ def call_argument(call: cst.Call, owner: Owner, param: str) -> cst.BaseExpressio
     params = owner.params()
     if param not in params:
         return None
-    index = params.index(param) - (1 if owner.is_method else 0)
+    index = params.index(param) - (1 if owner.implicit_first else 0)
     positional = nodes.positional(call)
     if 0 <= index < len(positional) and not any(a.star for a in positional[: index + 1]):
         return positional[index].value

@@ -1,0 +1,115 @@
+"""The taint model of CGG001/CGG002 as data: sources, propagators, sanitizers, sinks.
+
+One module read by both halves that must agree: the driver's screen (which decides,
+on text and Python's tree, what libcst parses: :mod:`cgguard.static.driver.prefilter`,
+:mod:`cgguard.static.driver.scan`, :mod:`cgguard.static.driver.helperscreen`) and the
+analysis on libcst (:mod:`cgguard.static.rules.nodes`, :mod:`cgguard.static.rules.flow`).
+Keep it free of libcst (the screen imports it before anything is parsed) and of logic
+beyond matching names. Everything here comes from the field notes (section 3).
+
+========== =================================================================================
+Sources    a capture size, in tokens: ``<x>.max_cudagraph_capture_size``, the pre-0.11.1 name
+           ``<x>.max_capture_size``, ``getattr(<x>, "<either name>"[, default])``, the last
+           element of a capture-size list (``<x>.cudagraph_batch_sizes[-1]``) and ``max()``
+           of one; a parameter whose default is one.
+Propagate  locals (walrus, unpacking, chained targets), tuples and lists, ``a or K``,
+           arithmetic, conditional expressions, :data:`PASSTHROUGH_CALLS` (``int``,
+           ``cdiv``...), attributes of ``self`` (per class), returns of helpers (per
+           function: which tuple element carries it).
+Sanitize   ``min()`` with a request count (:data:`REQUEST_COUNT_NAMES` on any receiver,
+           or a local holding one); the clamp ``if x > R: x = R``. A ``min()`` with a
+           token count (:data:`TOKEN_COUNT_NAMES`) or a constant still counts tokens.
+Sinks      stores and keywords named like a block count (:func:`is_block_count_name`:
+           ``num_gpu_blocks_override``, ``num_blocks=``...), ``available_memory=`` byte
+           budgets, positional arguments of a profiling builder
+           (:func:`is_profiling_builder`), string keys of a dict splatted into a call
+           (``replace(cache_config, **{"num_gpu_blocks_override": n})``), a layer's
+           profiling rows. A *local* named like a block count is no sink by itself: it
+           is where the finding goes when its value reaches a sink or leaves the
+           function (returned, stored on an object, passed to a call).
+========== =================================================================================
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---- sources ------------------------------------------------------------------------
+
+# Attributes holding the largest CUDA-graph capture size (tokens). The second is the
+# name used before vLLM 0.11.1. Read as attributes or by `getattr(x, "<name>", default)`.
+CAPTURE_SIZE_ATTRS = frozenset({"max_cudagraph_capture_size", "max_capture_size"})
+# Sorted lists of capture sizes; ``[-1]`` or ``max(...)`` of them is the largest.
+CAPTURE_LIST_NAMES = frozenset({"cudagraph_batch_sizes", "cudagraph_capture_sizes"})
+# The builtin that reads an attribute by its name (a version-spanning read).
+GETATTR = "getattr"
+
+# Every source above contains one of these substrings: a text without any of them
+# cannot hold a finding (the byte prefilter and the screen's needles).
+NEEDLES = ("capture_size", "batch_sizes")
+assert all(any(n in name for n in NEEDLES) for name in CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
+
+# ---- propagators --------------------------------------------------------------------
+
+# Calls that hand their first argument through unchanged in magnitude.
+PASSTHROUGH_CALLS = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"})
+
+# Calls a block-named local may be handed to without its count leaving the function:
+# the propagators and sanitizers above, conversions, and logging.
+NON_ESCAPING_CALLS = PASSTHROUGH_CALLS | frozenset(
+    {"min", "max", "float", "str", "repr", "bool", "len", "isinstance", "print", "range",
+     "debug", "info", "warning", "warning_once", "info_once", "error", "exception", "log"}
+)
+
+# ---- sanitizers -----------------------------------------------------------------------
+
+# Names of request (sequence) counts: ``self.max_num_reqs``, ``scheduler_config.max_num_seqs``...
+REQUEST_COUNT_NAMES = frozenset({"max_num_reqs", "max_num_seqs"})
+# Counts of tokens: a min() of these and a capture size still grows with the token count.
+TOKEN_COUNT_NAMES = frozenset({"max_num_tokens", "max_num_batched_tokens", "max_model_len"})
+
+# ---- sinks ----------------------------------------------------------------------------
+
+# Where a value is a number of KV-cache blocks.
+_BLOCK_COUNT_NAME = re.compile(
+    r"""^(?:
+        .*_blocks                       # min_blocks, num_blocks, fixed_num_blocks ...
+      | blocks
+      | num_gpu_blocks_override
+      | num_gpu_blocks
+      | .*profil\w*_(?:rows|slots)      # a layer remembering the profiling cache's rows
+      | .*_(?:rows|slots)_\w*profil\w*
+    )$""",
+    re.VERBOSE,
+)
+# Byte budgets computed from a block count (``count * page_size``).
+BYTE_BUDGET_NAMES = frozenset({"available_memory"})
+# Callees that take a positional block count for the profiling KV cache config:
+# `get_kv_cache_config_from_groups`, `_build_profiling_kv_cache_config`,
+# `make_minimal_kv_cache`... (not any call with "profil" in its name).
+_PROFILING_BUILDER = re.compile(
+    r"(?:kv_cache_config|minimal_kv_cache|profil\w*(?:cache|config))", re.IGNORECASE
+)
+
+# Every sink above (block-count names, byte budgets, builder callees, dict keys) contains
+# one of these words, case aside: code without any of them cannot hold a finding, so the
+# driver does not parse it. Checked below against the patterns' own words.
+SINK_WORDS = re.compile(r"blocks|available_memory|profil|kv_cache_config|minimal_kv_cache", re.IGNORECASE)
+
+
+def is_block_count_name(name: str) -> bool:
+    return bool(_BLOCK_COUNT_NAME.match(name))
+
+
+def is_sink_name(name: str) -> bool:
+    """Assignment target / keyword / dict key names that receive a block count (or bytes of one)."""
+    return is_block_count_name(name) or name in BYTE_BUDGET_NAMES
+
+
+def is_profiling_builder(callee: str) -> bool:
+    return bool(_PROFILING_BUILDER.search(callee))
+
+
+def is_capture_attr_name(value: object) -> bool:
+    """A constant attribute name handed to ``getattr`` that reads a capture size."""
+    return isinstance(value, str) and value in CAPTURE_SIZE_ATTRS

@@ -1,0 +1,49 @@
+"""The per-project index (helpers imported from other modules) is built only where a flow can be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cgguard.static.driver import project
+from cgguard.static.driver.run import check_paths
+
+HELPER = "def profiling_num_blocks(vllm_config):\n    return vllm_config.compilation_config.max_cudagraph_capture_size or 1\n"
+RUNNER = (
+    "from plugin.limits import profiling_num_blocks\n\n\n"
+    "class NPUModelRunner(GPUModelRunner):\n"
+    "    def _init_minimal_kv_cache_for_profiling(self):\n"
+    "        self.cache_config.num_gpu_blocks_override = profiling_num_blocks(self.vllm_config)\n"
+)
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'plugin'\n")
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_a_file_with_nothing_to_parse_never_builds_the_index(tmp_path, monkeypatch):
+    root = _project(tmp_path, {"plugin/__init__.py": "", "plugin/util.py": "import os\n\nX = os.sep\n"})
+    built = []
+    monkeypatch.setattr(project.Project, "files", lambda self: built.append(self.root) or [])
+    result = check_paths([str(root / "plugin" / "util.py")])
+    assert result.findings == [] and result.errors == []
+    assert built == []
+
+
+def test_one_file_named_sees_the_helper_in_another_module(tmp_path):
+    root = _project(tmp_path, {"plugin/__init__.py": "", "plugin/limits.py": HELPER, "plugin/runner.py": RUNNER})
+    # The helper's only use is a block count: the finding sits at its return, in limits.py.
+    found = check_paths([str(root / "plugin" / "limits.py")]).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in found] == [("limits.py", 2, "CGG001")]
+    assert check_paths([str(root / "plugin" / "runner.py")]).findings == []
+
+
+def test_an_installed_package_is_no_project(tmp_path):
+    site = tmp_path / "lib" / "site-packages" / "plugin"
+    site.mkdir(parents=True)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert project.project_root(str(site)) is None
+    assert project.project_root(str(tmp_path / "lib")) == str(tmp_path)
