@@ -110,8 +110,8 @@ def _statement(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | None:
         new: cst.CSTNode = parsed.body[0]
     else:
         new = cst.parse_expression(text)
-    new = _absolute(new)
-    if cst.Module([]).code_for_node(new) != text:
+    new = _absolute(new, _newline(line))
+    if cst.Module([]).code_for_node(new) != text.replace("\n", _newline(line)):
         return None
     return Replacement(old=node, new=new, core=new)
 
@@ -129,8 +129,8 @@ def _new_code_only(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | No
     )
     if "\n" not in text:
         return None
-    core = _absolute(cst.parse_expression(text))
-    if cst.Module([]).code_for_node(core) != text:
+    core = _absolute(cst.parse_expression(text), _newline(line))
+    if cst.Module([]).code_for_node(core) != text.replace("\n", _newline(line)):
         return None
     new = core.with_changes(lpar=[*rep.old.lpar, *core.lpar], rpar=[*core.rpar, *rep.old.rpar])
     return Replacement(old=rep.old, new=new, core=core)
@@ -150,14 +150,24 @@ def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
     return found
 
 
-class _NoIndent(cst.CSTTransformer):
-    """Continuation lines carry their whole indentation, wherever the node is rendered."""
+def _newline(line: str) -> str:
+    return line[len(line.rstrip("\r\n")) :] or "\n"
+
+
+class _Absolute(cst.CSTTransformer):
+    """Continuation lines carry their whole indentation and the file's line ending,
+    wherever the node is rendered (the driver's splice, Fixit, the codemod)."""
+
+    def __init__(self, newline: str):
+        super().__init__()
+        self.newline = newline
 
     def leave_ParenthesizedWhitespace(
         self, original: cst.ParenthesizedWhitespace, updated: cst.ParenthesizedWhitespace
     ) -> cst.ParenthesizedWhitespace:
-        return updated.with_changes(indent=False)
+        first = updated.first_line.with_changes(newline=cst.Newline(value=self.newline))
+        return updated.with_changes(indent=False, first_line=first)
 
 
-def _absolute(node: cst.CSTNode) -> cst.CSTNode:
-    return node.visit(_NoIndent())
+def _absolute(node: cst.CSTNode, newline: str) -> cst.CSTNode:
+    return node.visit(_Absolute(newline))
