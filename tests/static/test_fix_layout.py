@@ -102,6 +102,12 @@ TEMPLATES = {
     "walrus": "if (min_blocks := {cap} or 1) > 0:\n    self.cache_config.num_gpu_blocks_override = min_blocks",
     "conditional": "self.cache_config.num_gpu_blocks_override = 1 if self.model_config.enforce_eager else {cap}",
     "tuple": "min_blocks, groups = {cap} or 1, self.kv_cache_groups\nreturn min_blocks, groups",
+    "annotated": "min_blocks: int = {cap} or 1\nreturn min_blocks",
+    "list_and_strings": 'return build("profiling", [self.vllm_config, groups], f"{{name}}", num_blocks={cap})',
+    "while_walrus": (
+        "while (min_blocks := {cap} or 1) > self.limit:\n"
+        "    self.cache_config.num_gpu_blocks_override = min_blocks"
+    ),
 }
 
 # How deep the statement sits in the method: inside 0, 1 or 3 blocks.

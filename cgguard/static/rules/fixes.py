@@ -2,10 +2,10 @@
 
 The count node keeps its exact code (comments and line breaks inside it included):
 it becomes the second argument of ``min(<requests>, <count>)``, with ``or 1`` added
-when the original had no fallback. The smallest node changes: the count itself, or,
-when the one-line form would pass 88 columns and the count is the whole right-hand
-side of an assignment, the ``<count> or K`` expression, laid out over several lines
-in parentheses as upstream did in vLLM 0.26.0::
+when the original had no fallback. The smallest node changes: the count itself,
+while every line it touches fits in 88 columns. Past 88, the statement holding it is
+written as ``ruff format`` writes it (:mod:`cgguard.static.rules.fixlayout`), which
+for vLLM's own line is upstream's fix in 0.26.0::
 
     min_blocks = (
         min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)
@@ -28,7 +28,6 @@ from cgguard.static.rules.fixlayout import laid_out
 from cgguard.static.rules.flow import Hit, Rewrite
 from cgguard.static.rules.nodes import strip_parens
 
-MAX_LINE = 88
 REQUEST_PLACEHOLDER = "<request count>"
 # Messages and fix descriptions quote code; they stay one readable line even for
 # generated code with huge expressions.

@@ -16,6 +16,7 @@ when even that cannot help, the one-line rewrite stays.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import libcst as cst
@@ -66,7 +67,7 @@ def laid_out(rep: Replacement, hit: Hit, ctx: Context) -> Replacement:
     for attempt in (_statement, _new_code_only):
         try:
             better = attempt(rep, hit, ctx)
-        except (layout.Unsupported, cst.ParserSyntaxError):
+        except (layout.Unsupported, cst.ParserSyntaxError, RecursionError):
             better = None
         if better is not None:
             return better
@@ -84,12 +85,6 @@ def _statement(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | None:
         node, tail = stmt, ""
     else:
         return None
-    if node is rep.old:
-        new_node = rep.new
-    elif _contains(node, rep.old):
-        new_node = node.deep_replace(rep.old, rep.new)
-    else:
-        return None  # the count is not inside this statement
     first, c0, last, c1 = ctx.span(node)
     line = ctx.lines[first - 1]
     end = re.fullmatch(rf"({tail})\s*(#.*)?", ctx.lines[last - 1][c1:].rstrip("\r\n"))
@@ -97,7 +92,9 @@ def _statement(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | None:
         return None  # another statement follows on the line (`;`)
     indent = re.match(r"[ \t]*", line).group(0)
     text = layout.render(
-        new_node,
+        node,
+        swap=(rep.old, rep.new),
+        has_comments="#" in "".join(ctx.lines[first - 1 : last]),
         column=len(line[:c0].expandtabs(4)),
         indent=indent,
         after=":" if tail else "",
@@ -125,7 +122,13 @@ def _new_code_only(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | No
     indent = re.match(r"[ \t]*", line).group(0)
     rest, comment = _split_comment(line[c1:].rstrip("\r\n"))
     text = layout.render(
-        rep.core, column=len(line[:c0].expandtabs(4)), indent=indent, after=rest, comment=comment, top=True
+        rep.core,
+        has_comments="#" in ctx.code(rep.core),
+        column=len(line[:c0].expandtabs(4)),
+        indent=indent,
+        after=rest,
+        comment=comment,
+        top=True,
     )
     if "\n" not in text:
         return None
@@ -136,38 +139,31 @@ def _new_code_only(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | No
     return Replacement(old=rep.old, new=new, core=core)
 
 
-def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    found = False
-
-    class Find(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            nonlocal found
-            if child is target:
-                found = True
-            return not found
-
-    node.visit(Find())
-    return found
-
-
 def _newline(line: str) -> str:
     return line[len(line.rstrip("\r\n")) :] or "\n"
 
 
-class _Absolute(cst.CSTTransformer):
-    """Continuation lines carry their whole indentation and the file's line ending,
-    wherever the node is rendered (the driver's splice, Fixit, the codemod)."""
-
-    def __init__(self, newline: str):
-        super().__init__()
-        self.newline = newline
-
-    def leave_ParenthesizedWhitespace(
-        self, original: cst.ParenthesizedWhitespace, updated: cst.ParenthesizedWhitespace
-    ) -> cst.ParenthesizedWhitespace:
-        first = updated.first_line.with_changes(newline=cst.Newline(value=self.newline))
-        return updated.with_changes(indent=False, first_line=first)
-
-
 def _absolute(node: cst.CSTNode, newline: str) -> cst.CSTNode:
-    return node.visit(_Absolute(newline))
+    """``node`` with continuation lines that carry their whole indentation and the
+    file's line ending, wherever it is rendered (the driver's splice, Fixit, the
+    codemod). A plain walk over the dataclass fields: several times cheaper than a
+    libcst transformer, which matters for files with thousands of findings."""
+    changes = {}
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        if isinstance(value, cst.CSTNode):
+            new = _absolute(value, newline)
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], cst.CSTNode):
+            new = type(value)(_absolute(v, newline) for v in value)
+            if all(a is b for a, b in zip(new, value)):
+                new = value
+        else:
+            continue
+        if new is not value:
+            changes[field.name] = new
+    if isinstance(node, cst.ParenthesizedWhitespace):
+        changes["indent"] = False
+        changes["first_line"] = changes.get("first_line", node.first_line).with_changes(
+            newline=cst.Newline(value=newline)
+        )
+    return node.with_changes(**changes) if changes else node

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 import libcst as cst
 
@@ -127,7 +128,24 @@ _UNARY_TEXT = {cst.Minus: "-", cst.Plus: "+", cst.BitInvert: "~", cst.Not: "not 
 _TERMINALS = (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)
 
 
+def _no_fluent_chain(node: cst.BaseExpression) -> None:
+    """ruff lays out a chain with two or more attributes after calls or subscripts
+    (``a.b(c).d(e).f``) one attribute per line; that layout is not reproduced."""
+    after_call = 0
+    while isinstance(node, (cst.Attribute, cst.Call, cst.Subscript)):
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, (cst.Call, cst.Subscript)):
+                after_call += 1
+            node = node.value
+        else:
+            node = node.func if isinstance(node, cst.Call) else node.value
+    if after_call >= 2:
+        raise Unsupported("a fluent call chain")
+
+
 def _comments(node: cst.CSTNode) -> int:
+    if "#" not in cst.Module([]).code_for_node(node):
+        return 0  # the common case, without a walk over the tree
     found = 0
 
     class Count(cst.CSTVisitor):
@@ -160,7 +178,8 @@ def _own_parens(node: cst.BaseExpression) -> str | None:
 class _CanOmit:
     """ruff's ``can_omit_optional_parentheses`` over libcst nodes."""
 
-    def __init__(self) -> None:
+    def __init__(self, swap: dict[int, cst.CSTNode]) -> None:
+        self.swap = dict(swap)  # the layout's pending swaps: the tree it will lay out
         self.max = _NONE
         self.count = 0
         self.any_parens = False
@@ -174,15 +193,16 @@ class _CanOmit:
             self.count += count
 
     def visit(self, node: cst.BaseExpression) -> None:
+        node = self.swap.pop(id(node), node)
         self.last = node
         if _parenthesized(node):
             self.any_parens = True
         else:
-            self.sub(node)
+            self.subexpression(node)
         if self.first is None:
             self.first = node
 
-    def sub(self, node: cst.BaseExpression) -> None:
+    def subexpression(self, node: cst.BaseExpression) -> None:
         if isinstance(node, (cst.List, cst.Set, cst.Dict, cst.ListComp, cst.SetComp, cst.DictComp)):
             self.any_parens = True
             return
@@ -255,18 +275,29 @@ def _child_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
-def can_omit_optional_parentheses(node: cst.BaseExpression) -> bool:
-    visitor = _CanOmit()
-    visitor.sub(node)
+def can_omit_optional_parentheses(node: cst.BaseExpression, swap: dict[int, cst.CSTNode] | None = None) -> bool:
+    visitor = _CanOmit(swap or {})
+    visitor.subexpression(node)
     return visitor.result()
 
 
 class Layout:
     """Builds the documents; counts the comments it places so none is lost."""
 
-    def __init__(self) -> None:
+    def __init__(self, swap: dict[int, cst.CSTNode] | None = None) -> None:
         self._ids = 0
         self.placed_comments = 0
+        # Nodes laid out in place of others (the fix's new count in the statement).
+        self.swap = swap or {}
+        self.swapped = 0
+
+    def sub(self, node: cst.CSTNode) -> cst.CSTNode:
+        # Once only: the new node holds the old one (``min(R, <old>)``).
+        new = self.swap.pop(id(node), None)
+        if new is None:
+            return node
+        self.swapped += 1
+        return new
 
     def gid(self) -> int:
         self._ids += 1
@@ -318,25 +349,35 @@ class Layout:
 
     # ---- expressions --------------------------------------------------------
     def expr(self, node: cst.BaseExpression, level: _Level) -> Doc:
+        node = self.sub(node)
         if _parenthesized(node):
             if len(node.lpar) > 1:
                 raise Unsupported("nested parentheses")
+            if isinstance(node, cst.Tuple):
+                return self.collection("(", node.elements, ")", level)
             inner = self.bare(node, PAREN)
             return self.parenthesized("(", inner, ")", level)
         return self.bare(node, level)
 
     def bare(self, node: cst.BaseExpression, level: _Level) -> Doc:
-        if isinstance(node, cst.SimpleString):
-            if node.prefix or not node.value.startswith('"'):
-                raise Unsupported("a string ruff may requote")
-            return Text(node.value)
+        if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+            code = cst.Module([]).code_for_node(node.with_changes(lpar=[], rpar=[]))
+            if "\n" in code:
+                raise Unsupported("a string over several lines")
+            return Text(code)
+        if isinstance(node, cst.List):
+            return self.collection("[", node.elements, "]", level)
+        if isinstance(node, cst.Set):
+            return self.collection("{", node.elements, "}", level)
         if isinstance(node, (cst.Name, cst.Integer, cst.Float, cst.Imaginary)):
             return Text(node.value)
         if isinstance(node, cst.Ellipsis):
             return Text("...")
         if isinstance(node, cst.Attribute):
+            _no_fluent_chain(node)
             return [self.expr(node.value, level), Text("." + node.attr.value)]
         if isinstance(node, cst.Call):
+            _no_fluent_chain(node)
             return [self.expr(node.func, level), self.arguments(node, level)]
         if isinstance(node, cst.Subscript):
             if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
@@ -418,20 +459,27 @@ class Layout:
 
     def arguments(self, call: cst.Call, level: _Level) -> Doc:
         if not call.args:
-            if _comments(call) - _comments(call.func):
-                raise Unsupported("a comment in empty parentheses")
             return Text("()")
-        self._no_comment(call.whitespace_after_func, call.whitespace_before_args)
         entries = []
         for arg in call.args:
-            self._no_comment(arg.whitespace_after_star)
             if arg.keyword is not None:
-                self._no_comment(arg.equal)
                 entry: list = [Text(arg.keyword.value + "="), self.expr(arg.value, PAREN)]
             else:
                 entry = [Text(arg.star), self.expr(arg.value, PAREN)]
             entries.append((entry, arg.comma, arg.whitespace_after_arg))
         return self.parenthesized("(", Group(self.joined(entries)), ")", level)
+
+    def collection(self, left: str, elements: Sequence[cst.BaseElement], right: str, level: _Level) -> Doc:
+        """A list, set or parenthesized tuple: one element per line when it breaks."""
+        if not elements:
+            return Text(left + right)
+        if left == "(" and len(elements) == 1:
+            raise Unsupported("a one-element tuple")
+        entries = []
+        for element in elements:
+            star = "*" if isinstance(element, cst.StarredElement) else ""
+            entries.append(([Text(star), self.expr(element.value, PAREN)], element.comma, None))
+        return self.parenthesized(left, self.joined(entries), right, level)
 
     def sequence(self, values: list[cst.BaseExpression], last_comma: object) -> Doc:
         """An unparenthesized tuple: parentheses only when it breaks."""
@@ -450,7 +498,6 @@ class Layout:
             # trails it, after the comma.
             comment = self._line_comment(ws)
             if isinstance(comma, cst.Comma):
-                self._no_comment(comma.whitespace_before)
                 after_comma = self._line_comment(comma.whitespace_after)
                 if after_comma is not None and comment is not None:
                     raise Unsupported("two comments after one entry")
@@ -479,25 +526,19 @@ class Layout:
                 return ws.first_line.comment.value
         return None
 
-    @staticmethod
-    def _no_comment(*nodes: object) -> None:
-        for node in nodes:
-            if isinstance(node, cst.CSTNode) and _comments(node):
-                raise Unsupported("a comment")
-
     # ---- statements ---------------------------------------------------------
     def last_expression(self, value: cst.BaseExpression) -> Doc:
         """ruff's layout of the value after ``=``, ``return`` or ``if``: optional parentheses."""
+        value = self.sub(value)
         if _parenthesized(value):
             if len(value.lpar) > 1:
                 raise Unsupported("nested parentheses")
-            self._no_comment(*value.lpar, *value.rpar)
             value = value.with_changes(lpar=[], rpar=[])
         if isinstance(value, cst.Tuple):
             if not value.elements:
                 return Text("()")
             return self.sequence([e.value for e in value.elements], value.elements[-1].comma)
-        if isinstance(value, (cst.Call, cst.Subscript)) or can_omit_optional_parentheses(value):
+        if isinstance(value, (cst.Call, cst.Subscript)) or can_omit_optional_parentheses(value, self.swap):
             return self.optional_parentheses(value)
         if isinstance(value, _TERMINALS + (cst.Attribute,)):
             raise Unsupported("a value without split points")
@@ -508,17 +549,14 @@ class Layout:
         if isinstance(node, cst.Assign):
             items: list = []
             for target in node.targets:
-                self._no_comment(target.whitespace_before_equal, target.whitespace_after_equal)
                 items += [self.target(target.target), Text(" = ")]
             return [*items, self.last_expression(node.value)]
         if isinstance(node, cst.AugAssign):
-            self._no_comment(node.operator)
             op = cst.Module([]).code_for_node(node.operator).strip()
             return [self.target(node.target), Text(f" {op} "), self.last_expression(node.value)]
         if isinstance(node, cst.AnnAssign):
             if node.value is None:
                 raise Unsupported("an annotation without a value")
-            self._no_comment(node.annotation, node.equal)
             annotation = self.expr(node.annotation.annotation, TOP)
             return [self.target(node.target), Text(": "), annotation, Text(" = "), self.last_expression(node.value)]
         if isinstance(node, cst.Return):
@@ -530,6 +568,7 @@ class Layout:
         raise Unsupported(type(node).__name__)
 
     def target(self, node: cst.BaseExpression) -> Doc:
+        node = self.sub(node)
         if isinstance(node, cst.Tuple) and not _parenthesized(node):
             parts: list = []
             for i, element in enumerate(node.elements):
@@ -580,24 +619,33 @@ def render(
     comment: str | None = None,
     width: int = LINE_LENGTH,
     top: bool = False,
+    has_comments: bool = True,
+    swap: tuple[cst.CSTNode, cst.CSTNode] | None = None,
 ) -> str:
     """The text of ``node`` laid out from ``column`` (continuation lines start with
     ``indent`` plus ruff's indentation), followed on its last line by ``after``
-    (code such as ``:``) and ``comment`` (counted, not written).
+    (code such as ``:``) and ``comment`` (counted, not written). ``has_comments``
+    False spares the search for comments when the caller knows there are none.
+    With ``swap`` (old, new), ``new`` is laid out where ``node`` holds ``old``
+    (:class:`Unsupported` when the layout never meets ``old``).
 
     A small statement is laid out whole; an expression as the last expression of a
     statement (optional parentheses), or with ``top`` as one that may split only at
     brackets of its own (it sits in a statement kept as it is).
     """
-    layout = Layout()
+    layout = Layout({id(swap[0]): swap[1]} if swap else None)
     if top:
         body = layout.expr(node, TOP)
     elif isinstance(node, cst.BaseSmallStatement):
         body = layout.statement(node)
     else:
         body = layout.last_expression(node)
-    if _comments(node) != layout.placed_comments:
+    # Every comment in the node must have found its place (False: the caller knows
+    # the node's source holds no `#` at all).
+    if (_comments(node) if has_comments else 0) != layout.placed_comments:
         raise Unsupported("a comment the layout would move")
+    if swap and layout.swapped != 1:
+        raise Unsupported("the node to swap is not where the layout looks")
     doc: list = [body, Text(after)]
     if comment is not None:
         doc.append(LineSuffix("  " + comment, comment_width(comment)))
