@@ -192,7 +192,7 @@ def _fixed_cases():
                 yield pytest.param(case, id=case.id)
 
 
-def _statement_start(tree: ast.Module, line: int) -> tuple[int, int]:
+def _statement_lines(tree: ast.Module, line: int) -> tuple[int, int]:
     """The first and last line of the innermost statement holding ``line`` (a compound
     statement: its header)."""
     best = None
@@ -225,7 +225,8 @@ def test_rule_case_fixes_fit_and_follow_ruff(case, tmp_path):
     for (i1, i2), (j1, j2) in changes:
         for j in range(j1, j2):
             assert not _too_long(lines[j]), f"{case.id}:{j + 1}: {lines[j]}"
-        first, last = _statement_start(tree, j1 + 1)
+        first, last = _statement_lines(tree, j1 + 1)
+        last = max(last, _statement_lines(tree, j2)[1])
         if (case.id, first) in KEPT_LAYOUT:
             continue
         ruff = _ruff_format("--diff", "--range", f"{first}-{last}", str(path))

@@ -16,9 +16,11 @@ turns libcst nodes into the documents ruff's formatter builds for them
 * end-of-line comments count toward the width, pragma comments (``# noqa``,
   ``# type:`` ...) do not.
 
-Only what these statements hold is supported; anything else (comments elsewhere,
-strings that ruff would requote, comprehensions, lambdas, ...) raises
-:class:`Unsupported` and the caller keeps a plainer layout.
+Strings keep their quotes (a ruff-formatted file has ruff's already). Only what
+these statements hold is supported; anything else (a comment elsewhere than at the
+end of a line after an argument or element, strings over several lines, dicts,
+comprehensions, lambdas, slices, fluent call chains such as ``a.b(c).d(e).f``, ...)
+raises :class:`Unsupported` and the caller keeps a plainer layout.
 """
 
 from __future__ import annotations
