@@ -76,7 +76,7 @@ def laid_out(rep: Replacement, hit: Hit, ctx: Context) -> Replacement:
 
 def _statement(rep: Replacement, hit: Hit, ctx: Context) -> Replacement | None:
     """The whole statement in ruff's layout."""
-    stmt = hit.stmt
+    stmt = getattr(hit, "stmt", None)  # the statement the flow saw the count in
     if isinstance(stmt, (cst.If, cst.While)):
         node, tail = stmt.test, r"\s*:"
         if node.lpar:
