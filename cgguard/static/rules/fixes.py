@@ -2,10 +2,10 @@
 
 The count node keeps its exact code (comments and line breaks inside it included):
 it becomes the second argument of ``min(<requests>, <count>)``, with ``or 1`` added
-when the original had no fallback. The smallest node changes: the count itself, or,
-when the one-line form would pass 88 columns and the count is the whole right-hand
-side of an assignment, the ``<count> or K`` expression, laid out over several lines
-in parentheses as upstream did in vLLM 0.26.0::
+when the original had no fallback. The smallest node changes: the count itself,
+while every line it touches fits in 88 columns. Past 88, the statement holding it is
+written as ``ruff format`` writes it (:mod:`cgguard.static.rules.fixlayout`), which
+for vLLM's own line is upstream's fix in 0.26.0::
 
     min_blocks = (
         min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)
@@ -24,10 +24,10 @@ import libcst as cst
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
 from cgguard.static.rules import reach
 from cgguard.static.rules.base import Context, Replacement
+from cgguard.static.rules.fixlayout import laid_out
 from cgguard.static.rules.flow import Hit, Rewrite
 from cgguard.static.rules.nodes import strip_parens
 
-MAX_LINE = 88
 REQUEST_PLACEHOLDER = "<request count>"
 # Messages and fix descriptions quote code; they stay one readable line even for
 # generated code with huge expressions.
@@ -79,17 +79,21 @@ def _min_call(request: str, target: cst.BaseExpression) -> cst.Call:
 
 def bounded(hit: Hit, ctx: Context) -> Replacement | None:
     """The CST change for a hit; None without a rewrite target or a request count."""
+    replacement = _smallest(hit)
+    if replacement is None:
+        return None
+    return laid_out(replacement, hit, ctx)
+
+
+def _smallest(hit: Hit) -> Replacement | None:
+    """The count itself, rewritten on one line (its own line breaks kept)."""
     rw = hit.rewrite
     if rw is None or hit.request is None:
         return None
+    target = rw.target
     if rw.insert:
-        target = rw.target
         core = reach.with_first_arg(strip_parens(target), hit.request)
         return Replacement(old=target, new=core.with_changes(lpar=target.lpar, rpar=target.rpar), core=core)
-    wrapped = _wrapped(hit, rw, ctx)
-    if wrapped is not None:
-        return wrapped
-    target = rw.target
     call = _min_call(hit.request, target)
     if rw.has_fallback:
         core: cst.BaseExpression = call
@@ -99,53 +103,3 @@ def bounded(hit: Hit, ctx: Context) -> Replacement | None:
             core = core.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     new = core.with_changes(lpar=[*target.lpar, *core.lpar], rpar=[*core.rpar, *target.rpar])
     return Replacement(old=target, new=new, core=core)
-
-
-def _pw(newline: str, indent: str) -> cst.ParenthesizedWhitespace:
-    return cst.ParenthesizedWhitespace(
-        first_line=cst.TrailingWhitespace(newline=cst.Newline(value=newline)),
-        indent=False,
-        last_line=cst.SimpleWhitespace(indent),
-    )
-
-
-def _wrapped(hit: Hit, rw: Rewrite, ctx: Context) -> Replacement | None:
-    """Upstream's multi-line layout when the one-line fix would pass 88 characters."""
-    whole = rw.whole if rw.whole is not None else rw.target
-    if rw.needs_parens:
-        return None
-    line_no, start_c, end_line, end_c = ctx.span(whole)
-    if line_no != end_line:
-        return None
-    line = ctx.lines[line_no - 1]
-    body = line.rstrip("\r\n")
-    newline = line[len(body):] or "\n"
-    before, after = body[:start_c], body[end_c:]
-    # Only where the count is the whole right-hand side: `name = <count>  # comment`.
-    if not re.search(r"[^=!<>]=\s*$", before) or not re.fullmatch(r"\s*(#.*)?", after):
-        return None
-    fallback = _fallback_text(rw, ctx)
-    # The code's length decides (a trailing comment may run long, as black allows);
-    # a tab counts as 4 columns, as ruff's default indent-width does.
-    code_len = len(before.expandtabs(4)) + (end_c - start_c)
-    grown = code_len + len(f"min({hit.request}, )") + (0 if rw.has_fallback else len(f" or {fallback}"))
-    if grown <= MAX_LINE:
-        return None
-    indent = re.match(r"[ \t]*", body).group(0)
-    inner = indent + ("\t" if "\t" in indent else "    ")
-    count: cst.BaseExpression = _min_call(hit.request, rw.target)
-    first_or = cst.Or(whitespace_before=_pw(newline, inner))
-    if rw.has_fallback:
-        rest = list(zip(rw.operators, rw.fallbacks))
-    else:
-        rest = [(cst.Or(), cst.Integer(str(DEFAULT_FALLBACK)))]
-    for i, (op, value) in enumerate(rest):
-        count = cst.BooleanOperation(
-            left=count, operator=first_or if i == 0 else op.with_changes(), right=value
-        )
-    core = count.with_changes(
-        lpar=[cst.LeftParen(whitespace_after=_pw(newline, inner))],
-        rpar=[cst.RightParen(whitespace_before=_pw(newline, indent))],
-    )
-    new = core.with_changes(lpar=[*whole.lpar, *core.lpar], rpar=[*core.rpar, *whole.rpar])
-    return Replacement(old=whole, new=new, core=core)
