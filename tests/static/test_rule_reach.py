@@ -384,3 +384,39 @@ def test_may_return_capture_over_approximates_the_flow(body, may):
 def test_may_return_capture_follows_parameter_defaults():
     lines = ["def f(n=CONFIG.max_cudagraph_capture_size):\n", "    return n\n"]
     assert helperscreen.may_return_capture(lines, 0, 2)
+
+
+# ---- a count stored in a dict that is splatted later -------------------------------
+
+from cgguard.static.driver.scan import check_source  # noqa: E402
+
+_SPLAT = textwrap.dedent(
+    """\
+    def profiling_cache_config(vllm_config):
+        overrides = {}
+        overrides["num_gpu_blocks_override"] = vllm_config.compilation_config.max_cudagraph_capture_size{on_store}
+        return replace(vllm_config.cache_config, **overrides){on_splat}
+    """
+)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_splatted_dict_key_belongs_to_the_statement_that_stored_it(fast):
+    """The finding, the lines its suppressions may sit on and the statement its fix lays
+    out are where the count was put in the dict, not the later call that splats it."""
+    plain = _SPLAT.replace("{on_store}", "").replace("{on_splat}", "")
+    [finding] = check_source(plain, "plugin.py", fast=fast)
+    assert (finding.line, finding.stmt_lines) == (3, (3, 3))
+    fixed = fix_source_text(plain, "plugin.py").new_text
+    assert '    overrides["num_gpu_blocks_override"] = (\n' in fixed  # the store, in ruff's layout
+    assert all(len(line) <= 88 for line in fixed.splitlines())
+
+
+def test_a_noqa_on_the_splat_does_not_hide_the_store(tmp_path):
+    from tests.conftest import run_cgguard
+
+    (tmp_path / "on_store.py").write_text(_SPLAT.replace("{on_store}", "  # noqa: CGG001").replace("{on_splat}", ""))
+    (tmp_path / "on_splat.py").write_text(_SPLAT.replace("{on_store}", "").replace("{on_splat}", "  # noqa: CGG001"))
+    result = run_cgguard("check", "--isolated", "on_store.py", "on_splat.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(" ")[0] for line in result.stdout.splitlines() if " CGG001 " in line] == ["on_splat.py:3:44:"]

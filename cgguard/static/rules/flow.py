@@ -818,7 +818,7 @@ class ScopeFlow:
     def _splat_dict(self, value: cst.BaseExpression) -> "SplatDict | None":
         """A dict literal (or ``dict(...)``) with block-count string keys: sinks if splatted."""
         entries = _dict_sinks(value)
-        return SplatDict(tuple(entries)) if entries else None
+        return SplatDict(tuple((n, v, self.current_stmt) for n, v in entries)) if entries else None
 
     def _store_item(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
         """``overrides["num_gpu_blocks_override"] = n``: one more key of a dict to splat."""
@@ -830,16 +830,21 @@ class ScopeFlow:
             return
         held = self.env.get(key)
         entries = held.entries if isinstance(held, SplatDict) else ()
-        self.env[key] = SplatDict((*entries, (name, value)))
+        self.env[key] = SplatDict((*entries, (name, value, self.current_stmt)))
 
     def _splatted(self, value: cst.BaseExpression) -> None:
         """``f(**d)``: each block-count key of ``d`` is a keyword of ``f``."""
-        entries = _dict_sinks(value)
+        entries = [(n, v, self.current_stmt) for n, v in _dict_sinks(value)]
         if not entries and isinstance(value, (cst.Name, cst.Attribute)):
             held = self.env.get(nodes.dotted(value) or "")
             entries = list(held.entries) if isinstance(held, SplatDict) else []
-        for name, element in entries:
+        splat_stmt = self.current_stmt
+        for name, element, stmt in entries:
+            # The finding belongs to the statement that put the count in the dict (its
+            # suppression comments, the statement a fix lays out), not to the splat.
+            self.current_stmt = stmt
             self.sink(element, sink=f'"{name}"')
+        self.current_stmt = splat_stmt
 
     def expr(self, node: cst.BaseExpression) -> None:
         """Find sinks inside an expression: keywords, builder arguments, walrus targets."""
@@ -891,7 +896,8 @@ class State:
 class SplatDict:
     """A local dict holding block counts under string keys (sinks once splatted)."""
 
-    entries: tuple[tuple[str, cst.BaseExpression], ...]
+    # (key, value, the statement that stored it)
+    entries: tuple[tuple[str, cst.BaseExpression, cst.CSTNode | None], ...]
 
     @staticmethod
     def merged(values) -> "SplatDict":
