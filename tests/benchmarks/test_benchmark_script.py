@@ -113,6 +113,18 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     # the interpreter baseline has no count.
     noparse = _table_row(out, "cgguard check, 5 files with nothing to parse")
     assert noparse[4:7] == ["0", "5", "≤ 150 ms"]
+    # Issue 17: pre-commit's one-file run of a project's runner whose count comes from a
+    # helper in another module (the project index finds it), and of a file of the same
+    # project with nothing to parse (no index built): 1 finding and 0, the targets of the
+    # runner row and of files with nothing to parse.
+    project = _table_row(out, "cgguard check, one file that needs the project index")
+    assert project[4:7] == ["1", "1", "≤ 0.6 s"] and project[7] in ("pass", "**FAIL**")
+    plain = _table_row(out, "cgguard check, one file of the same project with nothing to parse")
+    assert plain[4:7] == ["0", "1", "≤ 150 ms"] and plain[7] in ("pass", "**FAIL**")
+    assert ("Project index rows: `project/` is the buggy tree as a fork's project (`pyproject.toml` at its "
+            "root); its runner `corpus/v1/worker/gpu_model_runner.py` takes the per-token count from "
+            "`cudagraph_capture_size()`, planted in `corpus/v1/worker/utils.py`") in out
+    assert "The file with nothing to parse: `corpus/v1/plain.py`." in out
     assert _table_row(out, "python -c pass")[4] == "–"
     assert _table_row(out, "python -c 'import libcst'")[4] == "–"  # the floor of a run that parses
     peak = _table_row(out, "peak RSS of cgguard check, whole tree")
@@ -131,8 +143,14 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     assert "| case | expected | cgguard | grep |" in out
     assert re.search(r"Flagged cases caught: cgguard (\d+)/\1, grep \d+/\d+\.", out), out
     assert re.search(r"false positives\): cgguard 0/\d+, grep [1-9]\d*/\d+\.", out), out
+    # Project cases (folders of modules) are not in this table, and it says so.
+    assert re.search(r"Single-file cases only: the \d+ project cases \(folders of several modules: "
+                     r"`CGG001/flagged/imports_project_helper/`.*\) are left out; `benchmarks/recall.py` runs them\.",
+                     out), out
     # Every timed row has a median and a ratio.
     for label in ("cgguard check, whole tree", "grep -rn", "cgguard fix, runner file", "python -c pass",
+                  "cgguard check, one file that needs the project index",
+                  "cgguard check, one file of the same project with nothing to parse",
                   "python -c 'import libcst'", PLUGIN, f"cgguard check, whole tree{BUSY} {ONE_JOB}"):
         row = _table_row(out, label)
         assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[1]), row
@@ -142,9 +160,10 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     timing = out.split("## Results")[1].split("## Findings on the rules")[0]
     rows = [line for line in timing.splitlines() if line.startswith("| ")]
     # header; the tree by default and in one process, grep; the runner file (check, fix,
-    # grep); nothing to parse, python -c pass and import libcst; the plugin-like tree
-    # twice; both trees twice more with one core busy; peak RSS and findings.
-    assert len(rows) == 1 + 3 + 3 + 3 + 2 + 4 + 2
+    # grep); the project's runner and its file with nothing to parse; nothing to parse,
+    # python -c pass and import libcst; the plugin-like tree twice; both trees twice
+    # more with one core busy; peak RSS and findings.
+    assert len(rows) == 1 + 3 + 3 + 2 + 3 + 2 + 4 + 2
     assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
 
 
@@ -159,6 +178,20 @@ def test_builds_corpora_without_touching_the_source(small_corpus: Path, tmp_path
     buggy = (work / "tree-buggy" / "v1" / "worker" / "gpu_model_runner.py").read_text()
     assert f"min_blocks = {PRE_FIX_RUNNER_EXPR}\n" in buggy and "min(self.max_num_reqs" not in buggy
     assert (work / "runner" / "gpu_model_runner.py").read_text() == buggy
+    # The project: the buggy tree under its package name, pyproject.toml at its root, the
+    # runner's per-token line taking its count from the helper planted beside it.
+    project = work / "project"
+    assert (project / "pyproject.toml").is_file()
+    assert (project / "corpus" / "v1" / "buffers.py").read_text() == (small_corpus / "v1" / "buffers.py").read_text()
+    planted = (project / "corpus" / "v1" / "worker" / "gpu_model_runner.py").read_text()
+    assert planted == buggy.replace(
+        f"        min_blocks = {PRE_FIX_RUNNER_EXPR}\n",
+        "        from corpus.v1.worker.utils import cudagraph_capture_size\n"
+        "        min_blocks = cudagraph_capture_size(self.compilation_config) or 1\n",
+    )
+    helper = (project / "corpus" / "v1" / "worker" / "utils.py").read_text()
+    assert "def cudagraph_capture_size(compilation_config) -> int:" in helper
+    assert "    return compilation_config.max_cudagraph_capture_size\n" in helper
     # The fix row ran on a fresh copy of the runner, which it fixed; the runner stays buggy.
     fixed = (work / "fix" / "gpu_model_runner.py").read_text()
     assert "min(self.max_num_reqs," in fixed and f"= {PRE_FIX_RUNNER_EXPR}" not in fixed
