@@ -386,3 +386,97 @@ def _dotted(node: ast.AST) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+# ---- arguments handed through a helper's parameter (rules.paramflow) ---------------------
+
+
+def hands_capture_through(text: str, chunk_trees: list[ast.AST], file_tree: Callable[[], ast.Module]) -> bool:
+    """Can a function holding a needle pass a capture-size count to a function of this
+    file whose parameter reaches its return (``self._blocks_for(<capture size>)``)?
+
+    The rules follow such calls only on the whole module; an over-approximation of
+    them on Python's tree (flow-insensitive; values pass only through what the rules
+    follow: operators, magnitude-keeping calls, ``min``/``max`` and calls of functions
+    of the file), so the fast path hands such a file to the full path.
+    """
+    defined = set(re.findall(r"\bdef[ \t]+(\w+)", text))
+    if not defined:
+        return False
+    callees: set[str] = set()
+    for tree in chunk_trees:
+        for func in ast.walk(tree):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            tainted = _tainted_names(func, set(), defined)
+            for node in ast.walk(func):
+                if isinstance(node, ast.Call):
+                    name = _callee(node)
+                    if name in defined and any(
+                        _carries(a, tainted, defined) for a in (*node.args, *(k.value for k in node.keywords))
+                    ):
+                        callees.add(name)
+    if not callees:
+        return False
+    for func in ast.walk(file_tree()):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and func.name in callees:
+            a = func.args
+            params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+            tainted = _tainted_names(func, params, defined)
+            if any(
+                isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, defined)
+                for n in ast.walk(func)
+            ):
+                return True
+    return False
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _carries(expr: ast.AST, tainted: set[str], defined: set[str]) -> bool:
+    """May ``expr``'s value carry a capture size or a ``tainted`` name, as the rules follow values?"""
+    from cgguard.static.rules import model
+
+    carrying = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Attribute):
+            if node.attr in _CAPTURE_NAMES or _dotted(node) in tainted:
+                return True
+        elif isinstance(node, ast.Name):
+            if node.id in _CAPTURE_NAMES or node.id in tainted:
+                return True
+        elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
+            return True
+        elif isinstance(node, ast.Call) and _callee(node) not in carrying and _callee(node) not in defined:
+            continue  # torch.zeros(n) is a buffer, not a count
+        elif isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str]) -> set[str]:
+    """Names and chains assigned (in any order) a value that may carry a capture size or ``seeds``."""
+    tainted = set(seeds)
+    stores: list[tuple[list[ast.AST], ast.AST]] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            stores.append((node.targets, node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
+            stores.append(([node.target], node.value))
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in stores:
+            if _carries(value, tainted, defined):
+                for target in targets:
+                    for key in _target_keys(target):
+                        if key not in tainted:
+                            tainted.add(key)
+                            changed = True
+    return tainted

@@ -99,6 +99,7 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     # every cut function (so the syntax errors cgguard reports stay those of every
     # function holding a capture size) and its tree decides.
     screened = []
+    chunk_trees = []
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
@@ -106,9 +107,10 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             validate(text, path)  # the whole file must fail too (else: a cut the chunk did not survive)
             return deep(lambda: _full(text, lines, path, needles))
+        chunk_trees.append(chunk_tree)
         if SINK_WORDS.search(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
-    if _helper_flow_possible(text, lines, chunks, path):
+    if _helper_flow_possible(text, lines, chunks, path) or _hands_through(text, path, chunk_trees, tree):
         # A helper's result may become a block count elsewhere: the rules need every caller.
         if tree is None:
             validate(text, path)
@@ -291,6 +293,13 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> boo
         return deep(work)  # the chunk was validated already
 
     return needs_full_parse(text, lines, chunks, enclosing_function, returns_capture)
+
+
+def _hands_through(text: str, path: str, chunk_trees, tree) -> bool:
+    """Can a capture size pass through a parameter of a function of this file?"""
+    from cgguard.static.driver.helperscreen import hands_capture_through
+
+    return hands_capture_through(text, chunk_trees, lambda: tree if tree is not None else validate(text, path))
 
 
 def validate(source: str, path: str) -> ast.Module:
