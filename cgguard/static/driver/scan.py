@@ -436,15 +436,13 @@ class _Positions:
 
 
 def _class_facts_at(lines: list[str], positions: _Positions, aliases):
-    """Facts of a class parsed in ``module``: its lines, found from its position when needed."""
+    """Facts of a class parsed in the module, read from its libcst node when a fix asks
+    (``lines`` and ``positions`` are kept for the callers' signature)."""
+    from cgguard.static.rules import classfacts
     from cgguard.static.rules.flow import ClassFacts
 
     def facts(node) -> ClassFacts:
-        def class_lines() -> list[str]:
-            first, _, last, _ = positions(node)
-            return lines[first - 1 : last]
-
-        return ClassFacts(node.name.value, class_lines, aliases)
+        return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
 
     return facts
 
@@ -509,8 +507,9 @@ class _WholeFile:
             return None
         facts = self._facts.get(id(found))
         if facts is None:
-            lines = self.lines[found.lineno - 1 : found.end_lineno]
-            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines, self.aliases)
+            from cgguard.static.rules import classfacts
+
+            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: classfacts.of_ast(found), self.aliases)
         return facts
 
 

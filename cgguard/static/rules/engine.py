@@ -57,7 +57,7 @@ def scope_hits(
 
 def function_returns_capture(module: cst.Module) -> bool:
     """Does a function defined at the top of ``module`` (a chunk) return a capture-size count?"""
-    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value, lambda: []), None)
+    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value), None)
     return any(flow.returns for flow, func in flows if func is not None)
 
 
@@ -192,7 +192,7 @@ def module_helpers(module: cst.Module) -> dict[str, "helperflow.HelperSummary"]:
     (what another module of the project may import and call)."""
     from cgguard.static.rules import reach
 
-    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value, lambda: []), None)
+    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value), None)
     defs = reach.ModuleDefs.of(module)
     owners = {id(o.func): o for o in defs.owners() if o.cls is None}
     found = helperflow._summaries(flows, owners)

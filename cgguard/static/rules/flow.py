@@ -15,13 +15,13 @@ No positions are needed here: the driver resolves them only for the nodes of a h
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import libcst as cst
 
-from cgguard.static.rules import nodes, reach
+from cgguard.static.rules import classfacts, nodes, reach
+from cgguard.static.rules.classfacts import ClassTree
 from cgguard.static.rules import model as vocab
 
 # What a call hands from its arguments to its result: None, or the callee's name and, per
@@ -92,43 +92,41 @@ class Hit:
 
 
 class ClassFacts:
-    """What a class offers as a request count, read from its source text.
-
-    ``self_attrs`` (the attributes the class assigns on ``self``) is read only when
-    a fix needs it: most classes the flow passes through never produce a hit.
+    """What a class offers as a request count, read from its parsed tree
+    (:mod:`cgguard.static.rules.classfacts`) only when a fix needs it: most classes the
+    flow passes through never produce a hit.
     """
-
-    _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 
     def __init__(
         self,
         name: str,
-        class_lines: Callable[[], list[str]],
+        tree: Callable[[], ClassTree] | None = None,
         aliases: Callable[[], dict[str, str]] | None = None,
     ):
         self.name = name
-        self._class_lines = class_lines
+        self._tree = tree
         # The file's import aliases (reach.import_aliases), read when a fix asks.
         self._aliases = aliases
-        self._attrs: frozenset[str] | None = None
+        self._facts: ClassTree | None = None
         self._runner: bool | None = None
+
+    def _read(self) -> ClassTree:
+        if self._facts is None:
+            self._facts = self._tree() if self._tree is not None else classfacts.EMPTY
+        return self._facts
 
     @property
     def is_runner(self) -> bool:
         """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
         if self._runner is None:
             aliases = self._aliases() if self._aliases is not None else {}
-            self._runner = reach.names_model_runner(self.name, self._class_lines(), aliases)
+            self._runner = classfacts.names_model_runner(self.name, self._read().bases, aliases)
         return self._runner
 
     @property
     def self_attrs(self) -> frozenset[str]:
         """Attributes the class sets on ``self`` or declares in its body (``max_num_reqs: int``)."""
-        if self._attrs is None:
-            lines = self._class_lines()
-            assigned = self._SELF_ATTR.findall("".join(lines))
-            self._attrs = frozenset(assigned) | reach.body_declarations(lines)
-        return self._attrs
+        return self._read().attrs
 
 
 # Markers stored in the environment for locals holding a request count / a token count /
