@@ -110,7 +110,7 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         chunk_trees.append(chunk_tree)
         if SINK_WORDS.search(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
-    if _helper_flow_possible(text, lines, chunks, path) or _hands_through(text, path, chunk_trees, tree):
+    if _helper_flow_possible(text, lines, chunks, path) or _hands_through(text, lines, path, chunk_trees, tree):
         # A helper's result may become a block count elsewhere: the rules need every caller.
         if tree is None:
             validate(text, path)
@@ -295,11 +295,32 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> boo
     return needs_full_parse(text, lines, chunks, enclosing_function, returns_capture)
 
 
-def _hands_through(text: str, path: str, chunk_trees, tree) -> bool:
+def _hands_through(text: str, lines: list[str], path: str, chunk_trees, tree) -> bool:
     """Can a capture size pass through a parameter of a function of this file?"""
-    from cgguard.static.driver.helperscreen import hands_capture_through
+    from cgguard.static.driver.helperscreen import def_name, hands_capture_through
 
-    return hands_capture_through(text, chunk_trees, lambda: tree if tree is not None else validate(text, path))
+    def callees(names: set[str]):
+        """Python's trees of the functions named ``names``: each cut out and read alone
+        (the whole file only when Python's tree of it is at hand or a cut does not parse)."""
+        if tree is not None:
+            yield from (n for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name in names)
+            return
+        for i, line in enumerate(lines):
+            name = def_name(line) if "def" in line else None
+            if name not in names:
+                continue
+            try:
+                cut = ast.parse(_parsable(lines, i, "".join(lines[i : _block_end(lines, i)])))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                whole = validate(text, path)
+                yield from (n for n in ast.walk(whole) if isinstance(n, _FUNCS) and n.name in names)
+                return
+            yield from (n for n in ast.walk(cut) if isinstance(n, _FUNCS) and n.name == name)
+
+    return hands_capture_through(text, chunk_trees, callees)
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def validate(source: str, path: str) -> ast.Module:
