@@ -43,11 +43,9 @@ def module_reports(
         return found[0]
 
     def class_facts(node: cst.ClassDef) -> ClassFacts:
-        def class_lines() -> list[str]:
-            first, _, last, _ = position(node)
-            return lines[first - 1 : last]
+        from cgguard.static.rules import classfacts
 
-        return ClassFacts(node.name.value, class_lines, aliases)
+        return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
 
     hits = scope_hits(module, None, class_facts)
     if not hits:

@@ -71,22 +71,40 @@ def test_with_first_arg_keeps_layout():
     )
 
 
-def _lines(code: str) -> list[str]:
-    return textwrap.dedent(code).lstrip("\n").splitlines(keepends=True)
+def _facts(code: str):
+    """The class facts of the first class in ``code``, from Python's tree and from libcst's
+    (the fast path reads one, the full path the other: they must agree)."""
+    import ast
+
+    from cgguard.static.rules import classfacts
+
+    source = textwrap.dedent(code).lstrip("\n")
+    py = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef))
+    lc = next(n for n in reach.nodes.walk(cst.parse_module(source)) if isinstance(n, cst.ClassDef))
+    assert classfacts.of_ast(py) == classfacts.of_cst(lc)
+    return classfacts.of_ast(py)
+
+
+def _runner(name: str, code: str, aliases=None) -> bool:
+    from cgguard.static.rules.classfacts import names_model_runner
+
+    return names_model_runner(name, _facts(code).bases, aliases)
 
 
 def test_model_runner_by_name_or_base():
-    assert reach.names_model_runner("ForkGPUModelRunner", _lines("class ForkGPUModelRunner:\n    pass\n"))
-    assert reach.names_model_runner(
-        "AscendBackend", _lines("class AscendBackend(\n    LoRAMixin,\n    gpu_model_runner.GPUModelRunner,\n):\n    x = 1\n")
+    assert _runner("ForkGPUModelRunner", "class ForkGPUModelRunner:\n    pass\n")
+    assert _runner(
+        "AscendBackend", "class AscendBackend(\n    LoRAMixin,\n    gpu_model_runner.GPUModelRunner,\n):\n    x = 1\n"
     )
-    assert reach.names_model_runner("B", _lines("class B(CPUModelRunner, metaclass=ABCMeta):\n    pass\n"))
-    assert not reach.names_model_runner("ProfilingMixin", _lines("class ProfilingMixin(WorkerBase):\n    pass\n"))
-    assert reach.base_names(_lines("class C(Generic[T], a.b.CPUModelRunner):\n    pass\n")) == ["Generic", "CPUModelRunner"]
+    assert _runner("B", "class B(CPUModelRunner, metaclass=ABCMeta):\n    pass\n")
+    assert not _runner("ProfilingMixin", "class ProfilingMixin(WorkerBase):\n    pass\n")
+    assert _facts("class C(Generic[T], a.b.CPUModelRunner):\n    pass\n").bases == ("Generic", "a.b.CPUModelRunner")
+    assert _runner("Fork", "class Fork(Base):\n    pass\n", {"Base": "vllm.v1.worker.gpu_model_runner.GPUModelRunner"})
+    assert not _runner("Fork", "class Fork(ModelRunner):\n    pass\n", {"ModelRunner": "pkg.ProfilingMixin"})
 
 
 def test_body_declarations():
-    lines = _lines(
+    facts = _facts(
         """
         class State:
             max_num_reqs: int
@@ -97,8 +115,73 @@ def test_body_declarations():
                 return max_num_seqs
         """
     )
-    assert reach.body_declarations(lines) == frozenset({"max_num_reqs", "other"})
-    assert reach.body_declarations(_lines("class X: pass\n")) == frozenset()
+    assert facts.attrs == frozenset({"max_num_reqs", "other"})
+    assert _facts("class X: pass\n").attrs == frozenset()
+
+
+def test_class_header_skips_decorators():
+    facts = _facts(
+        """
+        @dataclass(frozen=True)
+        class Limits(Base):
+            max_num_reqs: int = 0
+        """
+    )
+    assert facts.bases == ("Base",)
+    assert facts.attrs == frozenset({"max_num_reqs"})
+
+
+# ---- facts the regular expressions over the class's text got wrong -------------------------
+
+
+def test_self_assignments_in_strings_and_comments_are_no_attributes():
+    facts = _facts(
+        """
+        class Planner:
+            HELP = "set self.max_num_reqs = 4 to bound it"
+
+            def plan(self):
+                # self.max_num_seqs = 2 was removed
+                note = \"\"\"
+                self.scheduler_config = None
+                \"\"\"
+                self.budget, self.rows = 1, 2
+                self.cap: int = 8
+                self.hint: int
+                return note
+        """
+    )
+    assert facts.attrs == frozenset({"HELP", "budget", "rows", "cap"})
+
+
+def test_docstring_mention_is_no_declaration():
+    facts = _facts(
+        """
+        class Planner:
+            \"\"\"Plans the profiling cache.
+
+            max_num_reqs: read from the scheduler, never stored here
+            \"\"\"
+
+            def plan(self):
+                return 1
+        """
+    )
+    assert "max_num_reqs" not in facts.attrs
+
+
+def test_multiline_header_with_comments():
+    code = """
+        class ForkRunner(  # a fork of upstream's runner (see docs, section 3)
+            LoRAMixin,  # adapters: first
+            GPUModelRunner  # the upstream runner
+        ):
+            pass
+        """
+    assert _facts(code).bases == ("LoRAMixin", "GPUModelRunner")
+    assert _runner("ForkRunner", code)
+    # A runner named only in a comment of the header is no base.
+    assert not _runner("Planner", "class Planner(  # not a GPUModelRunner\n    Base,\n):\n    pass\n")
 
 
 def test_module_defs_resolve_and_references():
@@ -144,18 +227,6 @@ def test_call_argument():
     fn = reach.Owner(cst.parse_module("def g(vllm_config):\n    pass\n").body[0], None)
     assert cst.Module([]).code_for_node(reach.call_argument(expr("g(cfg)"), fn, "vllm_config")) == "cfg"
     assert reach.call_argument(expr("g(*args)"), fn, "vllm_config") is None
-
-
-def test_class_header_skips_decorators():
-    lines = _lines(
-        """
-        @dataclass(frozen=True)
-        class Limits(Base):
-            max_num_reqs: int = 0
-        """
-    )
-    assert reach.base_names(lines) == ["Base"]
-    assert reach.body_declarations(lines) == frozenset({"max_num_reqs"})
 
 
 # ---- the driver's screen for helper flows (text only; the parse is a callback) -------------

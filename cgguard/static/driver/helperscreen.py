@@ -25,7 +25,7 @@ import ast
 import re
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Callable
+from typing import Callable, Iterable
 
 from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
 
@@ -386,3 +386,136 @@ def _dotted(node: ast.AST) -> str | None:
         return None
     parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+# ---- arguments handed through a helper's parameter (rules.paramflow) ---------------------
+
+
+def hands_capture_through(
+    text: str, chunk_trees: list[ast.AST], callees: Callable[[set[str]], Iterable[ast.AST]]
+) -> bool:
+    """Can a function holding a needle pass a capture-size count to a function of this
+    file whose parameter reaches its return (``self._blocks_for(<capture size>)``)?
+
+    The rules follow such calls only on the whole module; an over-approximation of
+    them on Python's tree (flow-insensitive; values pass only through what the rules
+    follow: operators, magnitude-keeping calls, ``min``/``max`` and calls of functions
+    of the file), so the fast path hands such a file to the full path. ``callees(names)``
+    gives Python's trees of the file's functions so named.
+    """
+    defined = set(re.findall(r"\bdef[ \t]+(\w+)", text))
+    if not defined:
+        return False
+    called: set[str] = set()
+    for tree in chunk_trees:
+        called |= called_with_capture(tree, defined)
+    if not called:
+        return False
+    return any(returns_a_parameter(func, defined) for func in callees(called))
+
+
+def called_with_capture(tree: ast.AST, defined: set[str] | None) -> set[str]:
+    """Names of the functions called in ``tree`` with an argument that may carry a capture
+    size (flow-insensitive, the whole tree as one scope: an over-approximation). ``defined``:
+    calls of these carry their arguments too (None: every callee does); functions defined
+    in ``tree`` itself are left out (the module's own analysis follows those)."""
+    nodes = list(ast.walk(tree))
+    local = {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    calls = [
+        n for n in nodes
+        if isinstance(n, ast.Call) and _callee(n) not in local and (defined is None or _callee(n) in defined)
+    ]
+    if not calls:
+        return set()
+    tainted = _tainted_names(tree, set(), defined, nodes)
+    return {
+        _callee(n) for n in calls
+        if any(_carries(a, tainted, defined) for a in (*n.args, *(k.value for k in n.keywords)))
+    }
+
+
+def returns_a_parameter(func: ast.AST, defined: set[str] | None) -> bool:
+    """May a parameter of ``func`` reach one of its ``return`` values (flow-insensitive)?"""
+    a = func.args
+    params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    if not params:
+        return False
+    tainted = _tainted_names(func, params, defined)
+    return any(
+        isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, defined)
+        for n in ast.walk(func)
+    )
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _reads(expr: ast.AST, defined: set[str] | None) -> tuple[bool, set[str]]:
+    """(does ``expr`` name a capture size, the names and chains its value may carry) as the
+    rules follow values: operators, magnitude-keeping calls, ``min``/``max``/``getattr``
+    and calls of ``defined`` (None: every call) carry; other calls (``torch.zeros(n)``,
+    a buffer) and comprehensions end a value."""
+    from cgguard.static.rules import model
+
+    carrying = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
+    capture = False
+    keys: set[str] = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Attribute):
+            capture = capture or node.attr in _CAPTURE_NAMES
+            key = _dotted(node)
+            if key is not None:
+                keys.add(key)
+                continue
+        elif isinstance(node, ast.Name):
+            capture = capture or node.id in _CAPTURE_NAMES
+            keys.add(node.id)
+            continue
+        elif isinstance(node, ast.Constant):
+            capture = capture or node.value in CAPTURE_SIZE_ATTRS
+            continue
+        elif isinstance(node, ast.Call):
+            name = _callee(node)
+            if name not in carrying and defined is not None and name not in defined:
+                continue
+        elif isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return capture, keys
+
+
+def _carries(expr: ast.AST, tainted: set[str], defined: set[str] | None) -> bool:
+    """May ``expr``'s value carry a capture size or a ``tainted`` name (see :func:`_reads`)?"""
+    capture, keys = _reads(expr, defined)
+    return capture or not keys.isdisjoint(tainted)
+
+
+def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str] | None, walked=None) -> set[str]:
+    """Names and chains assigned (in any order) a value that may carry a capture size or
+    ``seeds`` (``walked``: the nodes of ``func``, when the caller has them)."""
+    tainted = set(seeds)
+    stores: list[tuple[list[str], bool, set[str]]] = []
+    for node in walked if walked is not None else ast.walk(func):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        capture, keys = _reads(value, defined)
+        if capture or keys:
+            stores.append(([k for t in targets for k in _target_keys(t)], capture, keys))
+    changed = True
+    while changed:
+        changed = False
+        for targets, capture, keys in stores:
+            if capture or not keys.isdisjoint(tainted):
+                for key in targets:
+                    if key not in tainted:
+                        tainted.add(key)
+                        changed = True
+    return tainted

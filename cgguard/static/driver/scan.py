@@ -99,6 +99,7 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     # every cut function (so the syntax errors cgguard reports stay those of every
     # function holding a capture size) and its tree decides.
     screened = []
+    chunk_trees = []
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
@@ -106,9 +107,10 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             validate(text, path)  # the whole file must fail too (else: a cut the chunk did not survive)
             return deep(lambda: _full(text, lines, path, needles))
+        chunk_trees.append(chunk_tree)
         if SINK_WORDS.search(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
-    if _helper_flow_possible(text, lines, chunks, path):
+    if _helper_flow_possible(text, lines, chunks, path) or _hands_through(text, lines, path, chunk_trees, tree):
         # A helper's result may become a block count elsewhere: the rules need every caller.
         if tree is None:
             validate(text, path)
@@ -293,6 +295,34 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> boo
     return needs_full_parse(text, lines, chunks, enclosing_function, returns_capture)
 
 
+def _hands_through(text: str, lines: list[str], path: str, chunk_trees, tree) -> bool:
+    """Can a capture size pass through a parameter of a function of this file?"""
+    from cgguard.static.driver.helperscreen import def_name, hands_capture_through
+
+    def callees(names: set[str]):
+        """Python's trees of the functions named ``names``: each cut out and read alone
+        (the whole file only when Python's tree of it is at hand or a cut does not parse)."""
+        if tree is not None:
+            yield from (n for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name in names)
+            return
+        for i, line in enumerate(lines):
+            name = def_name(line) if "def" in line else None
+            if name not in names:
+                continue
+            try:
+                cut = ast.parse(_parsable(lines, i, "".join(lines[i : _block_end(lines, i)])))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                whole = validate(text, path)
+                yield from (n for n in ast.walk(whole) if isinstance(n, _FUNCS) and n.name in names)
+                return
+            yield from (n for n in ast.walk(cut) if isinstance(n, _FUNCS) and n.name == name)
+
+    return hands_capture_through(text, chunk_trees, callees)
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def validate(source: str, path: str) -> ast.Module:
     """Python's own parser rules first (cheap next to libcst), on the calling thread.
 
@@ -427,15 +457,13 @@ class _Positions:
 
 
 def _class_facts_at(lines: list[str], positions: _Positions, aliases):
-    """Facts of a class parsed in ``module``: its lines, found from its position when needed."""
+    """Facts of a class parsed in the module, read from its libcst node when a fix asks
+    (``lines`` and ``positions`` are kept for the callers' signature)."""
+    from cgguard.static.rules import classfacts
     from cgguard.static.rules.flow import ClassFacts
 
     def facts(node) -> ClassFacts:
-        def class_lines() -> list[str]:
-            first, _, last, _ = positions(node)
-            return lines[first - 1 : last]
-
-        return ClassFacts(node.name.value, class_lines, aliases)
+        return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
 
     return facts
 
@@ -500,8 +528,9 @@ class _WholeFile:
             return None
         facts = self._facts.get(id(found))
         if facts is None:
-            lines = self.lines[found.lineno - 1 : found.end_lineno]
-            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: lines, self.aliases)
+            from cgguard.static.rules import classfacts
+
+            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: classfacts.of_ast(found), self.aliases)
         return facts
 
 

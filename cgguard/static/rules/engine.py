@@ -8,7 +8,7 @@ only there).
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -18,6 +18,9 @@ from cgguard.static.rules.cgg002 import CGG002
 from cgguard.static.rules import helperflow
 from cgguard.static.rules.flow import ClassFacts, Hit, ScopeFlow
 from cgguard.static.rules.helperflow import Flows, HelperFor
+
+if TYPE_CHECKING:
+    from cgguard.static.rules.paramflow import ParamFlows
 
 RULES: tuple[Rule, ...] = (CGG001(), CGG002())
 
@@ -35,8 +38,16 @@ def scope_hits(
     a chunk of a file cannot see every caller, so its driver passes False.
     """
 
+    # Arguments handed through a function of the module to its return (per-parameter
+    # summaries, made on first use); a chunk cannot see the functions it calls.
+    params = None
+    if helpers and isinstance(tree, cst.Module):
+        from cgguard.static.rules.paramflow import ParamFlows
+
+        params = ParamFlows(tree)
+
     def run(helper_for: HelperFor | None) -> Flows:
-        return _scope_flows(tree, facts, class_facts, helper_for)
+        return _scope_flows(tree, facts, class_facts, helper_for, params)
 
     flows = run(None)
     if helpers and isinstance(tree, cst.Module) and any(flow.returns or flow.stored for flow, _ in flows):
@@ -46,36 +57,43 @@ def scope_hits(
 
 def function_returns_capture(module: cst.Module) -> bool:
     """Does a function defined at the top of ``module`` (a chunk) return a capture-size count?"""
-    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value, lambda: []), None)
+    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value), None)
     return any(flow.returns for flow, func in flows if func is not None)
 
 
 def _scope_flows(
-    tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor, helper_for: HelperFor | None
+    tree: cst.CSTNode,
+    facts: ClassFacts | None,
+    class_facts: ClassFactsFor,
+    helper_for: HelperFor | None,
+    params: "ParamFlows | None" = None,
 ) -> Flows:
     flows: Flows = []
 
     def visit(node: cst.CSTNode, facts: ClassFacts | None, cls: cst.ClassDef | None) -> None:
         if isinstance(node, cst.FunctionDef):
             p = node.params
-            params = [a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)]
+            names = [a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params)]
             # Default values, by parameter name (a capture-size default starts a taint).
             defaults = {
                 a.name.value: a.default
                 for a in (*p.posonly_params, *p.params, *p.kwonly_params)
                 if a.default is not None
             }
-            flow = ScopeFlow(facts, params, defaults, helper_for(cls) if helper_for else None)
+            flow = ScopeFlow(
+                facts, names, defaults, helper_for(cls) if helper_for else None,
+                passing=params.for_class(cls) if params else None,
+            )
             flow.run(_body(node.body))
             flows.append((flow, node))
         elif isinstance(node, cst.ClassDef):
             facts = class_facts(node)
             cls = node
-            flow = ScopeFlow(None, [], function=False)
+            flow = ScopeFlow(None, [], function=False, passing=params.for_class(None) if params else None)
             flow.run(_body(node.body))
             flows.append((flow, None))
         elif isinstance(node, cst.Module):
-            flow = ScopeFlow(None, [], function=False)
+            flow = ScopeFlow(None, [], function=False, passing=params.for_class(None) if params else None)
             flow.run(node.body)
             flows.append((flow, None))
         for child in _scope_children(node):
@@ -174,7 +192,7 @@ def module_helpers(module: cst.Module) -> dict[str, "helperflow.HelperSummary"]:
     (what another module of the project may import and call)."""
     from cgguard.static.rules import reach
 
-    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value, lambda: []), None)
+    flows = _scope_flows(module, None, lambda node: ClassFacts(node.name.value), None)
     defs = reach.ModuleDefs.of(module)
     owners = {id(o.func): o for o in defs.owners() if o.cls is None}
     found = helperflow._summaries(flows, owners)

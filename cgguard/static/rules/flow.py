@@ -15,14 +15,19 @@ No positions are needed here: the driver resolves them only for the nodes of a h
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import libcst as cst
 
-from cgguard.static.rules import nodes, reach
+from cgguard.static.rules import classfacts, nodes, reach
+from cgguard.static.rules.classfacts import ClassTree
 from cgguard.static.rules import model as vocab
+
+# What a call hands from its arguments to its result: None, or the callee's name and, per
+# argument, a function giving (kind, tuple index or None) for each way its parameter
+# reaches the callee's return (computed on first use: :mod:`cgguard.static.rules.paramflow`).
+Passing = Callable[[cst.Call], "tuple[str, list[tuple[cst.BaseExpression, Callable[[], list[tuple[str, int | None]]]]]] | None"]
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
 # passed through max(<capture size>, ...) (CGG002).
@@ -45,6 +50,9 @@ class Taint:
     # capture size), and that member's summary (helperflow.HelperSummary).
     call: cst.Call | cst.Attribute | None = None
     helper: object | None = None
+    # ``helper()`` the value was passed through as an argument (a parameter of it that
+    # flows to its return), for the message; the finding stays at the argument.
+    through: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,43 +92,41 @@ class Hit:
 
 
 class ClassFacts:
-    """What a class offers as a request count, read from its source text.
-
-    ``self_attrs`` (the attributes the class assigns on ``self``) is read only when
-    a fix needs it: most classes the flow passes through never produce a hit.
+    """What a class offers as a request count, read from its parsed tree
+    (:mod:`cgguard.static.rules.classfacts`) only when a fix needs it: most classes the
+    flow passes through never produce a hit.
     """
-
-    _SELF_ATTR = re.compile(r"self\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)")
 
     def __init__(
         self,
         name: str,
-        class_lines: Callable[[], list[str]],
+        tree: Callable[[], ClassTree] | None = None,
         aliases: Callable[[], dict[str, str]] | None = None,
     ):
         self.name = name
-        self._class_lines = class_lines
+        self._tree = tree
         # The file's import aliases (reach.import_aliases), read when a fix asks.
         self._aliases = aliases
-        self._attrs: frozenset[str] | None = None
+        self._facts: ClassTree | None = None
         self._runner: bool | None = None
+
+    def _read(self) -> ClassTree:
+        if self._facts is None:
+            self._facts = self._tree() if self._tree is not None else classfacts.EMPTY
+        return self._facts
 
     @property
     def is_runner(self) -> bool:
         """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
         if self._runner is None:
             aliases = self._aliases() if self._aliases is not None else {}
-            self._runner = reach.names_model_runner(self.name, self._class_lines(), aliases)
+            self._runner = classfacts.names_model_runner(self.name, self._read().bases, aliases)
         return self._runner
 
     @property
     def self_attrs(self) -> frozenset[str]:
         """Attributes the class sets on ``self`` or declares in its body (``max_num_reqs: int``)."""
-        if self._attrs is None:
-            lines = self._class_lines()
-            assigned = self._SELF_ATTR.findall("".join(lines))
-            self._attrs = frozenset(assigned) | reach.body_declarations(lines)
-        return self._attrs
+        return self._read().attrs
 
 
 # Markers stored in the environment for locals holding a request count / a token count /
@@ -172,6 +178,8 @@ class ScopeFlow:
         helper: Callable[[cst.Call], object | None] | None = None,
         *,
         function: bool = True,
+        passing: "Passing | None" = None,
+        summarising: bool = False,
     ):
         self.class_facts = class_facts
         # A function's names are locals; a class's or module's are attributes and globals
@@ -180,6 +188,12 @@ class ScopeFlow:
         self.params = params
         # The summary of the helper a call calls (helperflow.HelperSummary), or None.
         self.helper = helper
+        # What a call hands through from its arguments to its result (the callee's
+        # parameters that flow to its return), or None (see :mod:`.paramflow`).
+        self.passing = passing
+        # A pass that summarises the function's parameters: every return of a seeded
+        # parameter counts, even one a block-named local or a sink saw on the way.
+        self.summarising = summarising
         self.returns: list[Returned] = []
         self.stored: list[Returned] = []  # `self.name = <count>` (members other methods read)
         self.sunk_calls: set[int] = set()  # ids of helper calls (their func) that became block counts
@@ -227,6 +241,8 @@ class ScopeFlow:
                 summary = self.helper(node.value)
                 if summary is not None and summary.index == index.evaluated_value:
                     return Taint(summary.kind, summary.source, call=node.value, helper=summary)
+            if isinstance(node.value, cst.Call) and isinstance(index, cst.Integer):
+                return self._passed(node.value, index.evaluated_value)
             return None
         if isinstance(node, cst.BooleanOperation):
             return self.taint_of(node.left) or self.taint_of(node.right)
@@ -244,6 +260,9 @@ class ScopeFlow:
                 if summary.index is not None:
                     return None  # a tuple: one element is the count (see assign_call)
                 return Taint(summary.kind, summary.source, call=node, helper=summary)
+            passed = self._passed(node, None)
+            if passed is not None:
+                return passed
             callee = nodes.last_name(node.func)
             args = nodes.positional(node)
             if callee == "max" and len(args) == 1 and not args[0].star and self._capture_list(args[0].value):
@@ -262,6 +281,50 @@ class ScopeFlow:
                 return None
             if callee in _PASSTHROUGH_CALLS and args:
                 return self._arg_taint(args[0])
+        return None
+
+    def _passed_args(self, call: cst.Call, index: int | None):
+        """(argument, its taint, the kind the callee returns it as) for each argument of
+        ``call`` that the callee hands to its return (element ``index`` of a tuple)."""
+        if self.passing is None:
+            return
+        found = self.passing(call)
+        if found is None:
+            return
+        name, params = found
+        for arg, summary in params:
+            taint = self.taint_of(arg)
+            if taint is None:
+                continue
+            for kind, at in summary():
+                if at == index:
+                    yield arg, taint, kind, name
+                    break
+
+    def entry(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The argument of ``node`` (a call, or an element of its tuple) whose count the
+        callee hands through to its result (:meth:`_passed`)."""
+        index = None
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call):
+            at = nodes.single_index(node)
+            if not isinstance(at, cst.Integer):
+                return None
+            index, node = at.evaluated_value, node.value
+        if not isinstance(node, cst.Call) or self.passing is None:
+            return None
+        if self.helper is not None and self.helper(node) is not None:
+            return None  # the helper's own count
+        indexes = [index] if index is not None else [None, *range(len(node.args) + 8)]
+        for i in indexes:
+            for arg, _, _, _ in self._passed_args(node, i):
+                return arg
+        return None
+
+    def _passed(self, call: cst.Call, index: int | None) -> Taint | None:
+        """The taint a call's result carries from an argument (``self._blocks_for(<capture size>)``)."""
+        for _, taint, kind, name in self._passed_args(call, index):
+            kind = MAX if MAX in (kind, taint.kind) else taint.kind
+            return replace(taint, kind=kind, through=taint.through or f"{name}()")
         return None
 
     def _capture_list(self, node: cst.BaseExpression) -> bool:
@@ -293,6 +356,12 @@ class ScopeFlow:
 
     def locate(self, node: cst.BaseExpression, parent: cst.CSTNode | None) -> Rewrite | None:
         """The smallest sub-expression of a tainted ``node`` that is the count."""
+        entry = self.entry(node)
+        if entry is not None:
+            # The count enters at an argument the callee hands through: the fix bounds it
+            # there (a keyword's value needs no parentheses either).
+            positional = isinstance(node, cst.Call) and any(a.value is entry for a in nodes.positional(node))
+            return self.locate(entry, node if positional else None)
         if not self.taint_of(node):
             return None
         if nodes.capture_source_kind(node) or isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
@@ -463,16 +532,17 @@ class ScopeFlow:
 
     def _hit(self, taint: Taint, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None) -> Hit:
         request, guessed = self.request_of(taint)
+        entry = self.entry(value) if taint.through is not None else None
         return Hit(
             kind=taint.kind,
             sink=sink,
-            node=value,
+            node=value if entry is None else entry,  # where the count enters
             source=taint.source,
             rewrite=self.locate(value, parent),
             request=request,
             stmt=self.current_stmt,
             guessed=guessed,
-            via=None if taint.helper is None else taint.helper.spelled,
+            via=taint.helper.spelled if taint.helper is not None else taint.through,
             helper=taint.helper,
         )
 
@@ -718,7 +788,7 @@ class ScopeFlow:
 
     def _summarise(self, stmt, value, index, parent) -> None:
         taint = self.taint_of(value)
-        if taint is None or taint.reported or taint.pending is not None:
+        if taint is None or (not self.summarising and (taint.reported or taint.pending is not None)):
             return
         request, guessed = self.request_of(taint)
         self.returns.append(
@@ -739,25 +809,35 @@ class ScopeFlow:
         )
 
     def assign_call(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-        """``a, b = helper()`` where one element of the helper's tuple carries the count."""
-        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call) and self.helper):
+        """``a, b = helper()`` where one element of the helper's tuple carries the count
+        (its own, or an argument it hands through)."""
+        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call)):
             return False
-        summary = self.helper(value)
         elements = target.elements
-        if summary is None or summary.index is None or summary.index >= len(elements):
-            return False
         if any(isinstance(e, cst.StarredElement) for e in elements):
             return False
+        summary = self.helper(value) if self.helper else None
+        if summary is not None and summary.index is not None and summary.index < len(elements):
+            index, taint = summary.index, Taint(summary.kind, summary.source, call=value, helper=summary)
+        else:
+            passed = [(i, self._passed(value, i)) for i in range(len(elements))] if self.passing else []
+            index, taint = next(((i, t) for i, t in passed if t is not None), (None, None))
+            if taint is None:
+                return False
         self.forget(target)
-        element = elements[summary.index].value
+        element = elements[index].value
         key = nodes.dotted(element)
         if key is not None:
-            taint = Taint(summary.kind, summary.source, call=value, helper=summary)
             name = nodes.last_name(element) or ""
             if vocab.is_sink_name(name) and isinstance(element, cst.Attribute):
-                self.sink(value, sink=key)
+                if summary is not None:
+                    self.sink(value, sink=key)
+                elif not taint.reported:
+                    self.emit(taint)
+                    if taint.pending is None:
+                        self.hits.append(self._hit(taint, value, key, None))
                 taint = replace(taint, reported=True)
-            elif vocab.is_sink_name(name):
+            elif vocab.is_sink_name(name) and taint.pending is None and not taint.reported:
                 taint = self._pending.setdefault(id(value), replace(taint, pending=self._hit(taint, value, key, None)))
             self.env[key] = taint
         return True

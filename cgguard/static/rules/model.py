@@ -15,7 +15,8 @@ Sources    a capture size, in tokens: ``<x>.max_cudagraph_capture_size``, the pr
 Propagate  locals (walrus, unpacking, chained targets), tuples and lists, ``a or K``,
            arithmetic, conditional expressions, :data:`PASSTHROUGH_CALLS` (``int``,
            ``cdiv``...), attributes of ``self`` (per class), returns of helpers (per
-           function: which tuple element carries it).
+           function: which tuple element carries it), arguments a helper hands to its
+           return (per parameter: :mod:`cgguard.static.rules.paramflow`).
 Sanitize   ``min()`` with a request count (:data:`REQUEST_COUNT_NAMES` on any receiver,
            or a local holding one); the clamp ``if x > R: x = R``. A ``min()`` with a
            token count (:data:`TOKEN_COUNT_NAMES`) or a constant still counts tokens.

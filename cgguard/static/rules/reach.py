@@ -1,6 +1,6 @@
 """Rule reach: what the flow needs beyond single names.
 
-Pure helpers on libcst nodes (and on a class's source lines), used by
+Pure helpers on libcst nodes (and Python's tree of a file's imports), used by
 :mod:`cgguard.static.rules.flow` and :mod:`cgguard.static.rules.engine`:
 
 - *count kinds*: whether an expression is a request count (``max_num_reqs``,
@@ -10,8 +10,9 @@ Pure helpers on libcst nodes (and on a class's source lines), used by
   capture sizes and token counts is still one block per token.
 - *unpacking*: which value each target of ``a, b = x, y`` receives.
 - *the min() fix*: the request count inserted as the first argument of a ``min()``.
-- *class surroundings*: whether a class is a model runner (its name or a base
-  class names one) and whether it declares ``max_num_reqs`` in its body.
+- *imports*: the aliases a file's imports bind (a base class imported under another
+  name); the class facts themselves are read from the tree by
+  :mod:`cgguard.static.rules.classfacts`.
 - *helpers*: functions of the module and methods of a class that a call resolves
   to, and every reference to them (a helper's result is a block count only when
   every use of it is one).
@@ -19,7 +20,6 @@ Pure helpers on libcst nodes (and on a class's source lines), used by
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
@@ -158,83 +158,7 @@ def is_min_call(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "min"
 
 
-# ---- class surroundings -------------------------------------------------------------
-
-_RUNNER = re.compile(r"ModelRunner")
-_CLASS_LINE = re.compile(r"[ \t]*class\b")
-
-
-def class_header(lines: list[str]) -> str:
-    """``class X(A, B):`` of a class's lines (up to the colon that opens its body).
-
-    Decorator lines before the ``class`` line are skipped.
-    """
-    first = next((i for i, line in enumerate(lines) if _CLASS_LINE.match(line)), 0)
-    text = "".join(lines[first : first + 40])
-    colon = next(_outside_brackets(text, ":"), None)
-    return text[:colon] if colon is not None else text.split("\n", 1)[0]
-
-
-def base_names(lines: list[str]) -> list[str]:
-    """Last names of the base classes (``pkg.GPUModelRunner`` -> ``GPUModelRunner``)."""
-    return [b.rsplit(".", 1)[-1] for b in base_chains(lines)]
-
-
-def base_chains(lines: list[str]) -> list[str]:
-    """The base classes as written (``pkg.GPUModelRunner``, ``Base``), without subscripts."""
-    header = class_header(lines)
-    open_at = header.find("(")
-    if open_at < 0:
-        return []
-    inner = header[open_at + 1 : header.rfind(")")] if ")" in header else header[open_at + 1 :]
-    names = []
-    for part in _split_top(inner):
-        part = part.strip()
-        if not part or "=" in part.split("[", 1)[0]:
-            continue  # metaclass=..., keywords
-        m = re.match(r"\s*([\w.]*\w)\s*(?:\[|$)", part.lstrip("*"))
-        if m:
-            names.append(re.sub(r"\s+", "", m.group(1)))
-    return names
-
-
-def _split_top(text: str) -> Iterator[str]:
-    """``text`` split at the commas outside brackets."""
-    start = 0
-    for i in _outside_brackets(text, ","):
-        yield text[start:i]
-        start = i + 1
-    yield text[start:]
-
-
-def _outside_brackets(text: str, chars: str) -> Iterator[int]:
-    """Indices of ``chars`` in ``text`` that no bracket encloses."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch in chars and depth == 0:
-            yield i
-
-
-def names_model_runner(name: str, lines: list[str], aliases: dict[str, str] | None = None) -> bool:
-    """A model runner: the class's name or one of its bases names one (``...ModelRunner``).
-
-    A base imported under another name is read under its own (``aliases``, from
-    :func:`import_aliases`): ``GPUModelRunner as Base`` is a runner, ``ProfilingMixin
-    as ModelRunner`` is not; ``module.GPUModelRunner`` is read by its last name.
-    """
-    if _RUNNER.search(name):
-        return True
-    aliases = aliases or {}
-    for chain in base_chains(lines):
-        first, _, rest = chain.partition(".")
-        real = chain if rest else aliases.get(first, first)
-        if _RUNNER.search(real.rsplit(".", 1)[-1]):
-            return True
-    return False
+# ---- imports ---------------------------------------------------------------------------
 
 
 def import_aliases(tree) -> dict[str, str]:
@@ -253,33 +177,6 @@ def import_aliases(tree) -> dict[str, str]:
                 if alias.asname:
                     out[alias.asname] = alias.name
     return out
-
-
-def body_declarations(lines: list[str]) -> frozenset[str]:
-    """Names annotated or assigned directly in the class body (``max_num_reqs: int``)."""
-    header = class_header(lines)
-    text = "".join(lines)
-    rest = text[text.index(header) + len(header) + 1 :]
-    out: set[str] = set()
-    body_indent: str | None = None
-    for line in rest.splitlines():
-        stripped = line.lstrip(" \t")
-        if not stripped or stripped.startswith("#"):
-            continue
-        indent = line[: len(line) - len(stripped)]
-        if body_indent is None:
-            if not indent:
-                # `class X: pass` on one line, or nothing indented after the header
-                break
-            body_indent = indent
-        if indent != body_indent:
-            if len(indent) < len(body_indent):
-                break
-            continue
-        m = re.match(r"(\w+)[ \t]*(?::[^=\n]*)?=(?!=)|(\w+)[ \t]*:(?!=)", stripped)
-        if m:
-            out.add(m.group(1) or m.group(2))
-    return frozenset(out)
 
 
 # ---- helpers: functions of the module and methods of a class --------------------------
