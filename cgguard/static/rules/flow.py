@@ -7,10 +7,12 @@ from a capture size (a :class:`Taint`). When a tainted value reaches a block-cou
 sink (see :mod:`cgguard.static.rules.model`), a :class:`Hit` is recorded at the
 place the value *becomes* the count, with the node the fix would wrap.
 
-The walk is deliberately simple (no branches merged, no fixed point): block
-counts in vLLM and its forks are straight-line code, and a forward walk sees
-``try/finally`` save/restore, walrus targets and several hops through locals.
-No positions are needed here: the driver resolves them only for the nodes of a hit.
+The walk is flow-sensitive: the states of an ``if``'s branches are joined (a count
+is bounded afterwards only if it is bounded on every path that goes on), loops run
+to a fixed point, an exception handler starts from the join of every point of its
+``try`` body, and ``return``/``raise`` end a path. It sees ``try/finally``
+save/restore, walrus targets and several hops through locals. No positions are
+needed here: the driver resolves them only for the nodes of a hit.
 """
 
 from __future__ import annotations
