@@ -78,6 +78,13 @@ class Project:
         return self._texts[key]
 
     def module_file(self, dotted: str) -> str | None:
+        """The file of module ``dotted`` in the project (looked up once per run)."""
+        cache = self.__dict__.setdefault("_module_files", {})
+        if dotted not in cache:
+            cache[dotted] = self._find_module(dotted)
+        return cache[dotted]
+
+    def _find_module(self, dotted: str) -> str | None:
         parts = [p for p in dotted.split(".") if p]
         if not parts:
             return None
@@ -182,7 +189,7 @@ class Project:
     def _read_imports(self, path: str, tree: ast.Module) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         names: dict[str, tuple[str, str]] = {}
         modules: dict[str, str] = {}
-        for node in ast.walk(tree):
+        for node in _statements(tree):
             if isinstance(node, ast.ImportFrom):
                 dotted = self.resolve(path, node.module, node.level)
                 if dotted is None:
@@ -203,6 +210,23 @@ class Project:
                         if target is not None:
                             modules[alias.asname] = target
         return names, modules
+
+    def top_defs(self, path: str) -> frozenset[str]:
+        """Names of the functions ``path`` defines at its top, on its bytes (a superset of
+        Python's tree's: the screen before any parse), read once per run."""
+        key = os.path.abspath(path)
+        cache = self.__dict__.setdefault("_top_defs", {})
+        if key not in cache:
+            text = self.text(key)
+            cache[key] = frozenset(_TOP_DEF.findall(text)) if text else frozenset()
+        return cache[key]
+
+    def defines(self, path: str, names) -> bool:
+        """Does ``path`` define one of ``names`` at its top? Bytes: ``def name`` first."""
+        text = self.text(path)
+        if not text or not any(f"def {n}" in text for n in names):
+            return False
+        return not self.top_defs(path).isdisjoint(names)
 
     # ---- the index of helper names (cheap: Python's tree of the files with needles) ----
     def returning(self, path: str, text: str | None = None) -> frozenset[str]:
@@ -246,6 +270,21 @@ def project_for(path: str) -> Project | None:
     if root not in _PROJECTS:
         _PROJECTS[root] = Project(root)
     return _PROJECTS[root]
+
+def _statements(tree: ast.Module):
+    """Every statement of ``tree``, nested ones included (an import is a statement: no
+    expression is visited, a tenth of the nodes of a whole walk)."""
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                stack.extend(block)
+        for sub in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            stack.extend(sub.body)
+
 
 def _function_span(tree: ast.Module, fname: str) -> tuple[int, int] | None:
     """First and last line of the top-level function ``fname`` (decorators included)."""
@@ -303,16 +342,19 @@ def _external(project: Project, path: str, text: str):
     me = os.path.abspath(path)
     by_name = {}
     for local, (target, fname) in names.items():
-        if target != me and fname in project.returning(target):
+        # Bytes first: a module that does not define the name is not parsed.
+        if target != me and project.defines(target, [fname]) and fname in project.returning(target):
             found = project.function_helper(target, fname)
             if found is not None:
                 by_name[local] = found
     by_module = {}
     for alias, target in modules.items():
+        if target == me or not any(f"{alias}.{d}" in text for d in project.top_defs(target)):
+            continue  # this file spells none of the module's functions: not parsed
         # Only the helpers this file spells (`alias.helper`) are parsed, each on its own.
         spelled = {f: project.function_helper(target, f) for f in project.returning(target) if f"{alias}.{f}" in text}
         found = {f: h for f, h in spelled.items() if h is not None}
-        if target != me and found:
+        if found:
             by_module[alias] = found
     return by_name, by_module
 
@@ -463,7 +505,7 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
             continue
         names = re.findall(r"\w+", re.sub(r"\bas\b\s+\w+", "", m.group(2)))
         target = project.module_file(dotted)
-        if target is not None and _defines_any(project.text(target), names) and project.returning(target):
+        if target is not None and project.defines(target, names) and project.returning(target):
             return True
         subs = [project.module_file(f"{dotted}.{n}") for n in names]
         if any(t is not None and project.returning(t) for t in subs):
@@ -475,12 +517,7 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
     return False
 
 
-def _defines_any(text: str | None, names: list[str]) -> bool:
-    """Does ``text`` define one of ``names`` at its top (``def name``, on its bytes)?"""
-    if not text or not names:
-        return False
-    pattern = rf"^(?:async[ \t]+)?def[ \t]+(?:{'|'.join(map(re.escape, names))})\b"
-    return re.search(pattern, text, re.MULTILINE) is not None
+_TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 
 
 def _importer_findings(project: Project, text: str, path: str) -> list:
@@ -575,46 +612,63 @@ class _ProjectAliases:
 
     def __call__(self) -> dict[str, str]:
         if self._found is None:
-            from cgguard.static.rules.reach import import_aliases
-
-            tree = self.project.tree(self.path, self.text) if self.project is not None else None
-            if tree is None:
-                tree = ast.Module(body=[], type_ignores=[])
-            found = _Bases(import_aliases(tree))
-            if self.project is not None:
-                found.project = self.project
-                found.names, _ = self.project.imports(self.path, self.text)
-            self._found = found
+            # Both tables are read on first lookup: a class whose own name says runner
+            # asks for none.
+            self._found = _Bases(self)
         return self._found
 
 
 class _Bases(dict):
-    """Import aliases, a name imported from the project read as the runner its class
-    derives from -- resolved only for the names asked for (a class's bases, when a fix
-    asks whether it is a runner), so the project's other modules are read only then."""
+    """Import aliases (:func:`reach.import_aliases`), a name imported from the project read
+    as the runner its class derives from -- read on the first lookup, and the project's
+    other modules only for the names asked for (a class's bases, when a fix asks whether
+    it is a runner)."""
 
-    project: Project | None = None
-    names: dict[str, tuple[str, str]] = {}
+    def __init__(self, owner: _ProjectAliases):
+        super().__init__()
+        self._owner = owner
+        self._loaded = False
+        self._resolved: dict[str, str | None] = {}
+
+    def _load(self) -> None:
+        if not self._loaded:
+            from cgguard.static.rules.reach import import_aliases
+
+            owner = self._owner
+            tree = owner.project.tree(owner.path, owner.text) if owner.project is not None else None
+            self.update(import_aliases(tree if tree is not None else ast.Module(body=[], type_ignores=[])))
+            self._loaded = True
 
     def _base(self, key: str) -> str | None:
-        cache = self.__dict__.setdefault("_resolved", {})
-        if key not in cache:
-            cache[key] = None
-            if self.project is not None and key in self.names:
-                target, cname = self.names[key]
-                cache[key] = _runner_base(self.project, target, cname, 0)
-        return cache[key]
+        if key not in self._resolved:
+            self._resolved[key] = None
+            owner = self._owner
+            if owner.project is not None:
+                names, _ = owner.project.imports(owner.path, owner.text)
+                if key in names:
+                    target, cname = names[key]
+                    self._resolved[key] = _runner_base(owner.project, target, cname, 0)
+        return self._resolved[key]
 
     def get(self, key, default=None):
         base = self._base(key)
-        return base if base is not None else super().get(key, default)
+        if base is not None:
+            return base
+        self._load()
+        return super().get(key, default)
 
     def __getitem__(self, key):
         base = self._base(key)
-        return base if base is not None else super().__getitem__(key)
+        if base is not None:
+            return base
+        self._load()
+        return super().__getitem__(key)
 
     def __contains__(self, key) -> bool:
-        return self._base(key) is not None or super().__contains__(key)
+        if self._base(key) is not None:
+            return True
+        self._load()
+        return super().__contains__(key)
 
 
 def _runner_base(project: Project, path: str, cname: str, depth: int) -> str | None:
