@@ -148,7 +148,7 @@ class Project:
         key = (os.path.abspath(path), fname, text)
         cache = self.__dict__.setdefault("_function_helpers", {})
         if key not in cache:
-            cache[key] = None
+            found = None  # kept only once known (deep() may hand the work to the parent)
             tree = self.tree(key[0], text) if text is not None else None
             span = _function_span(tree, fname) if tree is not None else None
             if span is not None:
@@ -169,7 +169,7 @@ class Project:
                     module, found = got
                     found.origin = key[0]  # the file it lives in
                     self.__dict__.setdefault("_chunks", {})[id(found)] = (module, first - 1)
-                    cache[key] = found
+            cache[key] = found
         return cache[key]
 
     def chunk_of(self, summary) -> tuple[object, int]:
