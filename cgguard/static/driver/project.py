@@ -255,9 +255,24 @@ class Project:
 
     def users(self, name: str) -> list[str]:
         """Project files whose text spells ``name`` as a word (callers to look at): bytes
-        first, so ``cudagraph_capture_sizes`` is no user of ``cudagraph_capture_size``."""
+        first (a file without the name is never decoded), so ``cudagraph_capture_sizes``
+        is no user of ``cudagraph_capture_size``."""
         word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-        return [p for p in self.files() if name in (self.text(p) or "") and word.search(self.text(p))]
+        needle = name.encode()
+        found = []
+        for path in self.files():
+            text = self._texts.get(path, "")
+            if path not in self._texts:
+                try:
+                    with open(path, "rb") as f:
+                        if needle not in f.read():
+                            continue
+                except OSError:
+                    continue
+                text = self.text(path)
+            if text and name in text and word.search(text):
+                found.append(path)
+        return found
 
 
 _PROJECTS: dict[str, Project] = {}
