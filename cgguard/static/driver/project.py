@@ -685,6 +685,21 @@ class _Bases(dict):
         self._load()
         return super().__contains__(key)
 
+    def __bool__(self) -> bool:
+        return True  # not read yet is not empty (``aliases or {}`` must keep it)
+
+    def __len__(self) -> int:
+        self._load()
+        return super().__len__()
+
+    def __iter__(self):
+        self._load()
+        return super().__iter__()
+
+    def items(self):
+        self._load()
+        return super().items()
+
 
 def _runner_base(project: Project, path: str, cname: str, depth: int) -> str | None:
     """The ``...ModelRunner`` a project class derives from (through the project's modules)."""
