@@ -13,6 +13,14 @@ Cheap where nothing can flow: a file without a block-count word (importer side) 
 without a capture-size needle (helper side) never builds the index; a file outside
 any project never does either. The index (the project's Python files, their text,
 libcst's tree of the few that hold a helper) is built once per process.
+
+Read as little as the single-file path does (scan.py): bytes first (a module that
+never spells a helper's name as a word is not read further), Python's tree as the
+screen (each file parsed once per run, cached), and libcst only for the functions
+that can hold a finding -- a helper's own function, and in an importer the
+outermost functions that spell an imported helper (cut by Python's tree, parsed
+alone, positions only at hits). A file parses whole only where a helper is used
+outside any function (module or class level) or shadowed by one of its own defs.
 """
 
 from __future__ import annotations
@@ -20,10 +28,12 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_right
 from functools import lru_cache
 from pathlib import Path
 
 from cgguard.static.driver.prefilter import might_match
+from cgguard.static.driver.scan import _WholeFile
 from cgguard.static.rules.model import SINK_WORDS
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -47,8 +57,6 @@ class Project:
         self.root = root
         self._files: list[str] | None = None
         self._texts: dict[str, str | None] = {}
-        self._helpers: dict[str, dict] = {}
-        self._modules: dict[str, object] = {}
 
     # ---- files ------------------------------------------------------------------
     def files(self) -> list[str]:
@@ -70,6 +78,13 @@ class Project:
         return self._texts[key]
 
     def module_file(self, dotted: str) -> str | None:
+        """The file of module ``dotted`` in the project (looked up once per run)."""
+        cache = self.__dict__.setdefault("_module_files", {})
+        if dotted not in cache:
+            cache[dotted] = self._find_module(dotted)
+        return cache[dotted]
+
+    def _find_module(self, dotted: str) -> str | None:
         parts = [p for p in dotted.split(".") if p]
         if not parts:
             return None
@@ -95,64 +110,86 @@ class Project:
         parts = parts[: len(parts) - (level - 1)]
         return ".".join(parts + ([module] if module else []))
 
-    # ---- helpers ------------------------------------------------------------------
-    def helpers(self, path: str, text: str | None = None) -> dict:
-        """name -> HelperSummary for the top-level functions of ``path`` returning a count."""
-        key = os.path.abspath(path)
-        if text is None and key in self._helpers:
-            return self._helpers[key]
-        text = self.text(key) if text is None else text
-        found: dict = {}
-        if text is not None and might_match(text) and "return" in text:
-            module = self.module(key, text)
-            if module is not None:
-                from cgguard.static.rules.engine import module_helpers
-
-                found = module_helpers(module)
-                self._modules[key] = module
-                for summary in found.values():
-                    summary.origin = key  # the file it lives in
-        self._helpers[key] = found
-        return found
-
-    def function_helper(self, path: str, fname: str):
-        """The summary of one top-level function of ``path`` (libcst parses that function
-        alone), or None when its return carries no count."""
-        key = (os.path.abspath(path), fname)
-        cache = self.__dict__.setdefault("_function_helpers", {})
+    # ---- reading: Python's tree of a file, libcst's module of a text, once per run -----
+    def tree(self, path: str, text: str) -> ast.Module | None:
+        """Python's tree of ``text`` (``path``'s), None where it does not parse (its own
+        check reports that). Parsed once per run: the importer screen, the imports, the
+        class facts and the cutting all read this one tree."""
+        key = (os.path.abspath(path), text)
+        cache = self.__dict__.setdefault("_trees", {})
         if key not in cache:
-            cache[key] = None
-            text = self.text(key[0])
-            chunk = _function_text(text, fname) if text is not None else None
-            module = self.module(key[0], chunk) if chunk is not None else None
-            if module is not None:
-                from cgguard.static.rules.engine import module_helpers
-
-                found = module_helpers(module).get(fname)
-                if found is not None:
-                    found.origin = key[0]
-                cache[key] = found
+            try:
+                cache[key] = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                cache[key] = None
         return cache[key]
 
     def module(self, path: str, text: str):
-        from cgguard.static.driver.scan import deep, parse, validate
+        """libcst's module of ``text`` (a whole file or a function cut out of one), parsed
+        once per run; None where it does not parse. Call it inside :func:`scan.deep`."""
+        key = (os.path.abspath(path), text)
+        cache = self.__dict__.setdefault("_cst", {})
+        if key not in cache:
+            from cgguard.static.driver.scan import parse, validate
 
-        try:
-            validate(text, path)
-            return deep(lambda: parse(text, path))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None  # its own check reports it
+            try:
+                validate(text, path)
+                cache[key] = parse(text, path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                cache[key] = None  # its own check reports it
+        return cache[key]
+
+    # ---- helpers ------------------------------------------------------------------
+    def function_helper(self, path: str, fname: str, text: str | None = None):
+        """The summary of one top-level function of ``path`` (libcst parses that function
+        alone), or None when its return carries no count. ``chunk_of(summary)`` gives
+        the libcst module it was read from and that module's line offset in the file."""
+        text = self.text(path) if text is None else text
+        key = (os.path.abspath(path), fname, text)
+        cache = self.__dict__.setdefault("_function_helpers", {})
+        if key not in cache:
+            found = None  # kept only once known (deep() may hand the work to the parent)
+            tree = self.tree(key[0], text) if text is not None else None
+            span = _function_span(tree, fname) if tree is not None else None
+            if span is not None:
+                first, last = span
+                chunk = "".join(text.splitlines(keepends=True)[first - 1 : last])
+                from cgguard.static.driver.scan import deep
+
+                def work():
+                    module = self.module(key[0], chunk)
+                    if module is None:
+                        return None
+                    from cgguard.static.rules.engine import module_helpers
+
+                    return module, module_helpers(module).get(fname)
+
+                got = deep(work)
+                if got is not None and got[1] is not None:
+                    module, found = got
+                    found.origin = key[0]  # the file it lives in
+                    self.__dict__.setdefault("_chunks", {})[id(found)] = (module, first - 1)
+            cache[key] = found
+        return cache[key]
+
+    def chunk_of(self, summary) -> tuple[object, int]:
+        """(libcst module, line offset) a summary of :meth:`function_helper` was read from."""
+        return self.__dict__["_chunks"][id(summary)]
 
     def imports(self, path: str, text: str) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         """What ``path`` imports from the project: local name -> (module file, function name),
-        and module alias -> module file."""
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return {}, {}
+        and module alias -> module file (read once per run from Python's tree)."""
+        key = (os.path.abspath(path), text)
+        cache = self.__dict__.setdefault("_imports", {})
+        if key not in cache:
+            tree = self.tree(path, text)
+            cache[key] = ({}, {}) if tree is None else self._read_imports(path, tree)
+        return cache[key]
+
+    def _read_imports(self, path: str, tree: ast.Module) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         names: dict[str, tuple[str, str]] = {}
         modules: dict[str, str] = {}
-        for node in ast.walk(tree):
+        for node in _statements(tree):
             if isinstance(node, ast.ImportFrom):
                 dotted = self.resolve(path, node.module, node.level)
                 if dotted is None:
@@ -174,6 +211,22 @@ class Project:
                             modules[alias.asname] = target
         return names, modules
 
+    def top_defs(self, path: str) -> frozenset[str]:
+        """Names of the functions ``path`` defines at its top, on its bytes (a superset of
+        Python's tree's: the screen before any parse), read once per run."""
+        key = os.path.abspath(path)
+        cache = self.__dict__.setdefault("_top_defs", {})
+        if key not in cache:
+            text = self.text(key)
+            cache[key] = frozenset(_TOP_DEF.findall(text)) if text else frozenset()
+        return cache[key]
+
+    def defines(self, path: str, names) -> bool:
+        """Does ``path`` define one of ``names`` at its top? Bytes: ``def name`` first."""
+        text = self.text(path)
+        if not text or not any(f"def {n}" in text for n in names):
+            return False
+        return not self.top_defs(path).isdisjoint(names)
 
     # ---- the index of helper names (cheap: Python's tree of the files with needles) ----
     def returning(self, path: str, text: str | None = None) -> frozenset[str]:
@@ -185,7 +238,8 @@ class Project:
         text = self.text(key) if text is None else text
         found = frozenset()
         if text is not None and might_match(text) and "return" in text:
-            found = frozenset(_returning_functions(text))
+            tree = self.tree(key, text)
+            found = frozenset(_returning_functions(tree, text)) if tree is not None else found
         cache[key] = found
         return found
 
@@ -200,8 +254,25 @@ class Project:
         return self._names
 
     def users(self, name: str) -> list[str]:
-        """Project files whose text holds ``name`` (callers to look at)."""
-        return [p for p in self.files() if (self.text(p) or "").find(name) >= 0]
+        """Project files whose text spells ``name`` as a word (callers to look at): bytes
+        first (a file without the name is never decoded), so ``cudagraph_capture_sizes``
+        is no user of ``cudagraph_capture_size``."""
+        word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        needle = name.encode()
+        found = []
+        for path in self.files():
+            text = self._texts.get(path, "")
+            if path not in self._texts:
+                try:
+                    with open(path, "rb") as f:
+                        if needle not in f.read():
+                            continue
+                except OSError:
+                    continue
+                text = self.text(path)
+            if text and name in text and word.search(text):
+                found.append(path)
+        return found
 
 
 _PROJECTS: dict[str, Project] = {}
@@ -215,26 +286,32 @@ def project_for(path: str) -> Project | None:
         _PROJECTS[root] = Project(root)
     return _PROJECTS[root]
 
-def _function_text(text: str, fname: str) -> str | None:
-    """The source of the top-level function ``fname`` (decorators included)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    lines = text.splitlines(keepends=True)
+def _statements(tree: ast.Module):
+    """Every statement of ``tree``, nested ones included (an import is a statement: no
+    expression is visited, a tenth of the nodes of a whole walk)."""
+    stack = list(tree.body)
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                stack.extend(block)
+        for sub in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            stack.extend(sub.body)
+
+
+def _function_span(tree: ast.Module, fname: str) -> tuple[int, int] | None:
+    """First and last line of the top-level function ``fname`` (decorators included)."""
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname:
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            return "".join(lines[first - 1 : node.end_lineno])
+            return first, node.end_lineno
     return None
 
 
-def _returning_functions(text: str) -> set[str]:
+def _returning_functions(tree: ast.Module, text: str) -> set[str]:
     """Top-level functions holding a capture-size needle and a ``return <value>``."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
     from cgguard.static.driver.helperscreen import _function_may_return
 
     lines = text.splitlines(keepends=True)
@@ -280,16 +357,19 @@ def _external(project: Project, path: str, text: str):
     me = os.path.abspath(path)
     by_name = {}
     for local, (target, fname) in names.items():
-        if target != me and fname in project.returning(target):
+        # Bytes first: a module that does not define the name is not parsed.
+        if target != me and project.defines(target, [fname]) and fname in project.returning(target):
             found = project.function_helper(target, fname)
             if found is not None:
                 by_name[local] = found
     by_module = {}
     for alias, target in modules.items():
+        if target == me or not any(f"{alias}.{d}" in text for d in project.top_defs(target)):
+            continue  # this file spells none of the module's functions: not parsed
         # Only the helpers this file spells (`alias.helper`) are parsed, each on its own.
         spelled = {f: project.function_helper(target, f) for f in project.returning(target) if f"{alias}.{f}" in text}
         found = {f: h for f, h in spelled.items() if h is not None}
-        if target != me and found:
+        if found:
             by_module[alias] = found
     return by_name, by_module
 
@@ -303,20 +383,15 @@ def _uses(project: Project, owner_path: str, fname: str) -> tuple[int, int]:
         return cache[key]
     total = counted = 0
     for other in project.users(fname):
-        if other == key[0]:
-            continue
+        if other == key[0] or not _imports_from(project, other, key[0], fname):
+            continue  # Python's tree of its imports says it cannot call this helper
         text = project.text(other)
         if text is None:
             continue
         by_name, by_module = _external(project, other, text)
         if not any(_key_of(project, s) == key for s in (*by_name.values(), *(f for m in by_module.values() for f in m.values()))):
             continue
-        module = project.module(other, text)
-        if module is None:
-            continue
-        from cgguard.static.rules.engine import external_uses
-
-        _, counts = _run(external_uses, module, other, text, by_name, by_module)
+        _, counts = _analysis(project, other, text, by_name, by_module)
         for sid, (uses, sunk) in counts.items():
             summary = _summary_by_id(by_name, by_module, sid)
             if summary is not None and _key_of(project, summary) == key:
@@ -337,17 +412,95 @@ def _summary_by_id(by_name, by_module, sid):
     return None
 
 
-def _run(work, module, path: str, text: str, by_name, by_module):
+def _analysis(project: Project, path: str, text: str, by_name, by_module):
+    """The flow over ``path``'s code that calls the imported helpers, once per run:
+    ([(libcst module, its positions, hits)], per summary id (uses, uses that became a
+    block count)). libcst parses only the outermost functions that spell a helper
+    (:func:`_cut`), or the whole file where a use lies outside any function."""
+    key = (os.path.abspath(path), text)
+    cache = project.__dict__.setdefault("_analyses", {})
+    if key in cache:
+        return cache[key]
     from cgguard.static.driver import scan
 
+    tree = project.tree(path, text)
     lines = scan.split_lines(text)
-    positions = scan._Positions(module, 0)
-    project = project_for(path)
     aliases = _ProjectAliases(project, path, text)
-    result = scan.deep(
-        lambda: work(module, scan._class_facts_at(lines, positions, aliases), by_name, by_module)
-    )
-    return result
+    spans = _cut(tree, text, lines, by_name, by_module) if tree is not None else None
+
+    def work():
+        from cgguard.static.rules.engine import external_uses
+
+        groups, counts = [], {}
+        pieces = None
+        if spans is not None:
+            pieces = []
+            whole = _ClassesOf(text, lines, path, tree, aliases)
+            for start, end in spans:
+                module = project.module(path, scan._parsable(lines, start, "".join(lines[start:end])))
+                if module is None:
+                    pieces = None  # a cut the function did not survive: the whole file, as before
+                    break
+                offset = start - (1 if lines[start][:1] in (" ", "\t") else 0)
+                pieces.append((module, offset, whole.facts_at(start + 1)))
+        if pieces is None:
+            module = project.module(path, text)
+            pieces = [] if module is None else [(module, 0, None)]
+        for module, offset, facts in pieces:
+            positions = scan._Positions(module, offset)
+            hits, found = external_uses(
+                module, scan._class_facts_at(lines, positions, aliases), by_name, by_module, facts=facts
+            )
+            groups.append((module, positions, hits))
+            for sid, (uses, sunk) in found.items():
+                u, c = counts.get(sid, (0, 0))
+                counts[sid] = (u + uses, c + sunk)
+        return groups, counts
+
+    cache[key] = scan.deep(work)
+    return cache[key]
+
+
+def _cut(tree: ast.Module, text: str, lines: list[str], by_name, by_module) -> list[tuple[int, int]] | None:
+    """(start, end) line indexes of the outermost functions (decorators included) that
+    spell an imported helper (``name(...)``, ``alias.name``); None to parse the whole
+    file: a use outside any function, or a def of the file named like an imported
+    helper (which would shadow it in the whole module's analysis)."""
+    from cgguard.static.driver import scan
+
+    spelled = [re.escape(n) for n in by_name]
+    spelled += [rf"{re.escape(a)}\s*\.\s*{re.escape(f)}" for a, funcs in by_module.items() for f in funcs]
+    if not spelled:
+        return []
+    if any(re.search(rf"\bdef\s+{re.escape(n)}\b", text) for n in by_name):
+        return None
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    chunks: dict[int, tuple[int, int]] = {}
+    cache: dict[int, list[int]] = {}
+    for m in re.finditer(rf"(?<![\w.])(?:{'|'.join(spelled)})(?!\w)", text):
+        lineno = bisect_right(starts, m.start())
+        chain = scan._statements_at(tree, lineno, cache)
+        func = next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if func is not None:
+            first = scan._first_line(func)
+            chunks[first] = (first - 1, func.end_lineno)
+        elif chain and _spells(chain[-1], by_name, by_module):
+            return None  # a use at module or class level: the whole file
+    return sorted(chunks.values())
+
+
+def _spells(node: ast.AST, by_name, by_module) -> bool:
+    """Does ``node`` use an imported helper (an import naming it is no use)?"""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return False
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in by_name:
+            return True
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.attr in by_module.get(sub.value.id, {}):
+            return True
+    return False
 
 
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.MULTILINE)
@@ -356,7 +509,9 @@ _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+\w+", re.MULT
 
 def _imports_a_helper(project: Project, text: str, path: str) -> bool:
     """Does ``path`` import (by its text, before any parse) a project module whose
-    top-level functions hold a capture size and return a value?"""
+    top-level functions hold a capture size and return a value? Bytes first: a module
+    is parsed only when it defines (``def name``) a function the import names, or is
+    imported whole."""
     for m in _FROM_IMPORT.finditer(text):
         spec = m.group(1)
         level = len(spec) - len(spec.lstrip("."))
@@ -364,8 +519,11 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
         if dotted is None:
             continue
         names = re.findall(r"\w+", re.sub(r"\bas\b\s+\w+", "", m.group(2)))
-        targets = [project.module_file(dotted)] + [project.module_file(f"{dotted}.{n}") for n in names]
-        if any(t is not None and project.returning(t) for t in targets):
+        target = project.module_file(dotted)
+        if target is not None and project.defines(target, names) and project.returning(target):
+            return True
+        subs = [project.module_file(f"{dotted}.{n}") for n in names]
+        if any(t is not None and project.returning(t) for t in subs):
             return True
     for m in _IMPORT_AS.finditer(text):
         target = project.module_file(m.group(1))
@@ -374,25 +532,29 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
     return False
 
 
+_TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+
+
 def _importer_findings(project: Project, text: str, path: str) -> list:
     if not _imports_a_helper(project, text, path):
         return []
     by_name, by_module = _external(project, path, text)
     if not by_name and not by_module:
         return []
-    module = project.module(path, text)
-    if module is None:
-        return []
-    from cgguard.static.rules.engine import external_uses
-
-    hits, _ = _run(external_uses, module, path, text, by_name, by_module)
-    kept = []
-    for hit in hits:
-        owner_path, fname = _key_of(project, hit.helper)
-        uses, counted = _uses(project, owner_path, fname)
-        if not (uses and uses == counted and not _internal_uses(project, owner_path, fname)):
-            kept.append(hit)  # used otherwise too: the finding stays at the use
-    return _as_findings(kept, module, text, path, project)
+    groups, _ = _analysis(project, path, text, by_name, by_module)
+    out = []
+    for module, positions, hits in groups:
+        kept = []
+        for hit in hits:
+            owner_path, fname = _key_of(project, hit.helper)
+            if _internal_uses(project, owner_path, fname):
+                kept.append(hit)  # used in its own module too: the finding stays at the use
+                continue
+            uses, counted = _uses(project, owner_path, fname)
+            if not (uses and uses == counted):
+                kept.append(hit)  # used otherwise too: the finding stays at the use
+        out += _as_findings(kept, module, positions, text, path)
+    return out
 
 
 def _internal_uses(project: Project, owner_path: str, fname: str) -> bool:
@@ -402,39 +564,23 @@ def _internal_uses(project: Project, owner_path: str, fname: str) -> bool:
 
 def _helper_findings(project: Project, text: str, path: str) -> list:
     me = os.path.abspath(path)
-    candidates = [
-        f for f in project.returning(path, text)
-        if text.count(f) == 1
-        and _chunk_returns_count(project, text, path, f)
-        and any(o != me and _imports_from(project, o, me, f) for o in project.users(f))
-    ]
-    if not candidates:
-        return []  # nothing of this file is imported as a helper: no parse
-    helpers = {f: s for f, s in project.helpers(path, text).items() if f in candidates}
-    if not helpers:
-        return []
-    from cgguard.static.rules.engine import return_hits
-
-    hits = []
-    for fname, summary in helpers.items():
+    out = []
+    for fname in sorted(project.returning(path, text)):
         if text.count(fname) > 1:
             continue  # used in its own module: the module's own analysis places it
+        if not any(o != me and _imports_from(project, o, me, fname) for o in project.users(fname)):
+            continue  # nothing imports it as a helper: no parse
+        summary = project.function_helper(path, fname, text)
+        if summary is None:
+            continue  # its return carries no count
         uses, counted = _uses(project, path, fname)
         if uses and uses == counted:
-            hits += return_hits(summary)
-    if not hits:
-        return []
-    return _as_findings(hits, project._modules[os.path.abspath(path)], text, path, project)
+            from cgguard.static.driver import scan
+            from cgguard.static.rules.engine import return_hits
 
-
-def _chunk_returns_count(project: Project, text: str, path: str, fname: str) -> bool:
-    chunk = _function_text(text, fname)
-    module = project.module(path, chunk) if chunk is not None else None
-    if module is None:
-        return False
-    from cgguard.static.rules.engine import module_helpers
-
-    return fname in module_helpers(module)
+            module, offset = project.chunk_of(summary)
+            out += _as_findings(return_hits(summary), module, scan._Positions(module, offset), text, path)
+    return out
 
 
 def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bool:
@@ -449,15 +595,26 @@ def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bo
     return any(t == owner and f"{alias}.{fname}" in text for alias, t in modules.items())
 
 
-def _as_findings(hits, module, text: str, path: str, project: Project) -> list:
+def _as_findings(hits, module, positions, text: str, path: str) -> list:
     if not hits:
         return []
     from cgguard.static.driver import scan
     from cgguard.static.driver.sourcetext import SourceText
 
     lines = scan.split_lines(text)
-    positions = scan._Positions(module, 0)
     return scan.deep(lambda: scan._findings(hits, module, positions, SourceText(text, lines), path))
+
+
+class _ClassesOf(_WholeFile):
+    """The classes around cut functions (Python's tree of the whole file), their import
+    aliases read through the project (:class:`_ProjectAliases`)."""
+
+    def __init__(self, text, lines, path, tree, aliases):
+        super().__init__(text, lines, path, tree)
+        self._project_aliases = aliases
+
+    def aliases(self) -> dict[str, str]:
+        return self._project_aliases()
 
 
 class _ProjectAliases:
@@ -470,21 +627,78 @@ class _ProjectAliases:
 
     def __call__(self) -> dict[str, str]:
         if self._found is None:
+            # Both tables are read on first lookup: a class whose own name says runner
+            # asks for none.
+            self._found = _Bases(self)
+        return self._found
+
+
+class _Bases(dict):
+    """Import aliases (:func:`reach.import_aliases`), a name imported from the project read
+    as the runner its class derives from -- read on the first lookup, and the project's
+    other modules only for the names asked for (a class's bases, when a fix asks whether
+    it is a runner)."""
+
+    def __init__(self, owner: _ProjectAliases):
+        super().__init__()
+        self._owner = owner
+        self._loaded = False
+        self._resolved: dict[str, str | None] = {}
+
+    def _load(self) -> None:
+        if not self._loaded:
             from cgguard.static.rules.reach import import_aliases
 
-            try:
-                tree = ast.parse(self.text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = ast.Module(body=[], type_ignores=[])
-            found = import_aliases(tree)
-            if self.project is not None:
-                names, _ = self.project.imports(self.path, self.text)
-                for local, (target, cname) in names.items():
-                    base = _runner_base(self.project, target, cname, 0)
-                    if base is not None:
-                        found[local] = base
-            self._found = found
-        return self._found
+            owner = self._owner
+            tree = owner.project.tree(owner.path, owner.text) if owner.project is not None else None
+            self.update(import_aliases(tree if tree is not None else ast.Module(body=[], type_ignores=[])))
+            self._loaded = True
+
+    def _base(self, key: str) -> str | None:
+        if key not in self._resolved:
+            self._resolved[key] = None
+            owner = self._owner
+            if owner.project is not None:
+                names, _ = owner.project.imports(owner.path, owner.text)
+                if key in names:
+                    target, cname = names[key]
+                    self._resolved[key] = _runner_base(owner.project, target, cname, 0)
+        return self._resolved[key]
+
+    def get(self, key, default=None):
+        base = self._base(key)
+        if base is not None:
+            return base
+        self._load()
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        base = self._base(key)
+        if base is not None:
+            return base
+        self._load()
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:
+        if self._base(key) is not None:
+            return True
+        self._load()
+        return super().__contains__(key)
+
+    def __bool__(self) -> bool:
+        return True  # not read yet is not empty (``aliases or {}`` must keep it)
+
+    def __len__(self) -> int:
+        self._load()
+        return super().__len__()
+
+    def __iter__(self):
+        self._load()
+        return super().__iter__()
+
+    def items(self):
+        self._load()
+        return super().items()
 
 
 def _runner_base(project: Project, path: str, cname: str, depth: int) -> str | None:
@@ -494,9 +708,8 @@ def _runner_base(project: Project, path: str, cname: str, depth: int) -> str | N
     text = project.text(path)
     if text is None or depth > 4:
         return None
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = project.tree(path, text)
+    if tree is None:
         return None
     names, _ = project.imports(path, text)
     for node in tree.body:

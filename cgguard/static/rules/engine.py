@@ -204,11 +204,14 @@ def external_uses(
     class_facts: ClassFactsFor,
     names: dict[str, "helperflow.HelperSummary"],
     modules: dict[str, dict[str, "helperflow.HelperSummary"]],
+    *,
+    facts: ClassFacts | None = None,
 ) -> tuple[list[Hit], dict[int, tuple[int, int]]]:
     """Run the flow over ``module`` with helpers imported from the project's other modules:
     ``names`` (a local name -> the imported function's summary) and ``modules`` (a module
     alias -> its functions). Returns the hits of counts that came through them (at the
-    calls) and, per summary, (uses, uses that became a block count)."""
+    calls) and, per summary, (uses, uses that became a block count). ``facts``: the class
+    around ``module`` when it is a method cut out of a file."""
     from cgguard.static.rules import reach
 
     defs = reach.ModuleDefs.of(module)
@@ -229,7 +232,7 @@ def external_uses(
 
         return resolve
 
-    flows = _scope_flows(module, None, class_facts, helper_for)
+    flows = _scope_flows(module, facts, class_facts, helper_for)
     hits = [h for flow, _ in flows for h in flow.hits if h.helper is not None]
     sunk: set[int] = set()
     for flow, _ in flows:
