@@ -34,7 +34,7 @@ from pathlib import Path
 
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.scan import _WholeFile
-from cgguard.static.rules.model import SINK_WORDS
+from cgguard.static.rules.model import mentions_sink_word
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
@@ -182,8 +182,11 @@ class Project:
         key = (os.path.abspath(path), text)
         cache = self.__dict__.setdefault("_imports", {})
         if key not in cache:
-            tree = self.tree(path, text)
-            cache[key] = ({}, {}) if tree is None else self._read_imports(path, tree)
+            # Only the import statements are parsed (Python's tree of the whole file, when
+            # no other step needs it, costs ten to a hundred times more: a helper's users
+            # are often big modules that merely mention its name).
+            tree = self.__dict__.get("_trees", {}).get(key) or _import_tree(text)
+            cache[key] = self._read_imports(path, tree)
         return cache[key]
 
     def _read_imports(self, path: str, tree: ast.Module) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
@@ -286,6 +289,50 @@ def project_for(path: str) -> Project | None:
         _PROJECTS[root] = Project(root)
     return _PROJECTS[root]
 
+# The first line of an import statement, at any indentation (imports inside functions
+# and `if TYPE_CHECKING:` blocks count as well).
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\.*[\w.]*[ \t]+import\b|import[ \t]+[\w.])", re.M)
+
+
+def _import_tree(text: str) -> ast.Module:
+    """A module of ``text``'s import statements alone, each parsed on its own (a line in
+    a string that reads like an import and does not parse is left out)."""
+    body: list[ast.stmt] = []
+    for match in _IMPORT_LINE.finditer(text):
+        end = _statement_end(text, match.end())
+        try:
+            body += ast.parse(text[match.start() : end].strip()).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return ast.Module(body=body, type_ignores=[])
+
+
+def _statement_end(text: str, i: int) -> int:
+    """Where the statement that goes on at ``i`` ends: a newline outside parentheses and
+    not escaped by a backslash (a comment runs to its line's end)."""
+    depth = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "\\" and text.startswith("\n", i + 1):
+            i += 2
+            continue
+        elif c == "#":
+            nl = text.find("\n", i)
+            if nl < 0:
+                return n
+            i = nl
+            continue
+        elif c == "\n" and depth <= 0:
+            return i
+        i += 1
+    return n
+
+
 def _statements(tree: ast.Module):
     """Every statement of ``tree``, nested ones included (an import is a statement: no
     expression is visited, a tenth of the nodes of a whole walk)."""
@@ -331,7 +378,7 @@ def findings(text: str, path: str) -> list:
     """Findings in ``path`` (its ``text``) that come from flows across the project's modules."""
     if not os.path.isfile(path) or "import" not in text and not might_match(text):
         return []
-    as_importer = SINK_WORDS.search(text) is not None and "import" in text
+    as_importer = "import" in text and mentions_sink_word(text)
     as_helper = might_match(text) and "return" in text and bool(_returning_functions_cheap(text))
     if not (as_importer or as_helper):
         return []

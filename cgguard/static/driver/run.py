@@ -16,11 +16,7 @@ from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import has_needle, nothing_to_check
 
-import re as _re
-
-from cgguard.static.rules.model import SINK_WORDS as _SINK_WORDS
-
-_SINK_BYTES = _re.compile(_SINK_WORDS.pattern.encode(), _re.IGNORECASE)
+from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -139,15 +135,15 @@ def check_text(text: str, path: str, finding_filter: FindingFilter | None = None
 def _may_import_a_count(text: str) -> bool:
     """A file without a capture size that imports something and names a block count: a
     helper of another module of the project may hand it one (:mod:`.project`)."""
-    from cgguard.static.rules.model import SINK_WORDS
+    from cgguard.static.rules.model import mentions_sink_word
 
-    return "import" in text and SINK_WORDS.search(text) is not None
+    return "import" in text and mentions_sink_word(text)
 
 
 def _importer_bytes(path: str, data: bytes) -> bool:
     """Without a capture size, a file of a project that imports something and names a block
     count may still take one from a helper of another module (:mod:`.project`)."""
-    if b"import" not in data or _SINK_BYTES.search(data) is None:
+    if b"import" not in data or not _mentions_sink_word(data):
         return False
     import os
 

@@ -95,7 +95,17 @@ _PROFILING_BUILDER = re.compile(
 # Every sink above (block-count names, byte budgets, builder callees, dict keys) contains
 # one of these words, case aside: code without any of them cannot hold a finding, so the
 # driver does not parse it. Checked below against the patterns' own words.
-SINK_WORDS = re.compile(r"blocks|available_memory|profil|kv_cache_config|minimal_kv_cache", re.IGNORECASE)
+SINK_WORD_LIST = ("blocks", "available_memory", "profil", "kv_cache_config", "minimal_kv_cache")
+SINK_WORDS = re.compile("|".join(SINK_WORD_LIST), re.IGNORECASE)
+_SINK_WORD_BYTES = tuple(w.encode() for w in SINK_WORD_LIST)
+
+
+def mentions_sink_word(text: str | bytes) -> bool:
+    """``SINK_WORDS.search(text) is not None``, several times faster on a whole file (a
+    case-insensitive alternation is slow in ``re``; lowering and ``in`` are not)."""
+    low = text.lower()
+    words = _SINK_WORD_BYTES if isinstance(low, bytes) else SINK_WORD_LIST
+    return any(w in low for w in words)
 
 
 def is_block_count_name(name: str) -> bool:
