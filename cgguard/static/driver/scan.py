@@ -451,7 +451,14 @@ class _Positions:
         if self._ranges is None:
             from libcst.metadata import MetadataWrapper, PositionProvider
 
-            self._ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            try:
+                self._ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            except (RecursionError, KeyError) as exc:
+                # libcst renders the module to find positions, recursing once per nesting
+                # level: past the interpreter's limit (Python 3.12+ stops sooner) the
+                # RecursionError may surface as a KeyError from its position bookkeeping.
+                # Either way the file is too deeply nested, as a parse that fails is.
+                raise RecursionError("too deeply nested to find positions") from exc
         r = self._ranges[node]
         return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
 
