@@ -191,17 +191,7 @@ def stored_members(lines: list[str], start: int, end: int) -> set[str]:
                 stores.append((node.targets, node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
                 stores.append(([node.target], node.value))
-        changed = True
-        while changed:
-            changed = False
-            for targets, value in stores:
-                if not _counts(value, tainted):
-                    continue
-                for target in targets:
-                    for key in _target_keys(target):
-                        if key not in tainted:
-                            tainted.add(key)
-                            changed = True
+        _taint_targets(stores, tainted, _counts)
         out |= {key.split(".", 1)[1] for key in tainted if key.startswith("self.") and key.count(".") == 1}
     return out
 
@@ -339,17 +329,7 @@ def _function_may_return(func: ast.AST) -> bool:
     for param, default in defaults:
         if _mentions(default, tainted):
             tainted.add(param.arg)
-    changed = True
-    while changed:
-        changed = False
-        for targets, value in assignments:
-            if not _mentions(value, tainted):
-                continue
-            for target in targets:
-                for key in _target_keys(target):
-                    if key not in tainted:
-                        tainted.add(key)
-                        changed = True
+    _taint_targets(assignments, tainted, _mentions)
     return any(_mentions(value, tainted) for value in returns)
 
 
@@ -519,3 +499,19 @@ def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str] | None, wal
                         tainted.add(key)
                         changed = True
     return tainted
+
+
+def _taint_targets(stores, tainted: set[str], carries: Callable[[ast.AST, set[str]], bool]) -> None:
+    """Add to ``tainted`` every target of ``stores`` ((targets, value) pairs, in any order)
+    assigned a value that ``carries`` taint, until nothing more changes (a fixed point)."""
+    changed = True
+    while changed:
+        changed = False
+        for targets, value in stores:
+            if not carries(value, tainted):
+                continue
+            for target in targets:
+                for key in _target_keys(target):
+                    if key not in tainted:
+                        tainted.add(key)
+                        changed = True
