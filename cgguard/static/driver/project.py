@@ -29,6 +29,7 @@ import ast
 import os
 import re
 from bisect import bisect_right
+from itertools import accumulate
 from functools import lru_cache
 from pathlib import Path
 
@@ -85,27 +86,72 @@ class Project:
         return cache[dotted]
 
     def _find_module(self, dotted: str) -> str | None:
-        parts = [p for p in dotted.split(".") if p]
-        if not parts:
+        # Folder listings, each read once per run and walked part by part, instead of a
+        # stat per candidate: an importer's every imported name is tried as a submodule
+        # (`from pkg import mod`), and most are classes or functions.
+        parts = dotted.split(".")
+        if not all(parts):
             return None
         for base in (self.root, os.path.join(self.root, "src")):
-            stem = os.path.join(base, *parts)
-            for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-                if os.path.isfile(candidate):
-                    return os.path.abspath(candidate)
+            folder = self._package_folder(base, tuple(parts[:-1]))
+            if folder is None:
+                continue
+            entries = self._listing(folder)
+            if entries.get(parts[-1] + ".py") is False:
+                return os.path.abspath(os.path.join(folder, parts[-1] + ".py"))
+            if entries.get(parts[-1]) and self._listing(os.path.join(folder, parts[-1])).get("__init__.py") is False:
+                return os.path.abspath(os.path.join(folder, parts[-1], "__init__.py"))
         return None
+
+    def _package_folder(self, base: str, parts: tuple[str, ...]) -> str | None:
+        """The folder ``base/parts...`` when each step exists (from the listings), else None."""
+        cache = self.__dict__.setdefault("_folders", {})
+        key = (base, parts)
+        if key not in cache:
+            if not parts:
+                found = base
+            else:
+                parent = self._package_folder(base, parts[:-1])
+                found = os.path.join(parent, parts[-1]) if parent and self._listing(parent).get(parts[-1]) else None
+            cache[key] = found
+        return cache[key]
+
+    def _listing(self, folder: str) -> dict[str, bool]:
+        """Names in ``folder`` -> is a folder (symlinks followed), read once per run."""
+        cache = self.__dict__.setdefault("_listings", {})
+        if folder not in cache:
+            entries: dict[str, bool] = {}
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        try:
+                            if entry.is_dir():
+                                entries[entry.name] = True
+                            elif entry.is_file():
+                                entries[entry.name] = False
+                        except OSError:
+                            continue
+            except OSError:
+                pass
+            cache[folder] = entries
+        return cache[folder]
 
     def resolve(self, importer: str, module: str | None, level: int) -> str | None:
         """The dotted module an ``import`` in ``importer`` names, relative imports resolved."""
         if level == 0:
             return module
-        rel = os.path.relpath(os.path.dirname(os.path.abspath(importer)), self.root)
-        for base in (self.root, os.path.join(self.root, "src")):
-            rel = os.path.relpath(os.path.dirname(os.path.abspath(importer)), base)
-            if not rel.startswith(".."):
-                break
-        parts = [] if rel == "." else rel.split(os.sep)
-        if level - 1 > len(parts):
+        folder = os.path.dirname(os.path.abspath(importer))
+        cache = self.__dict__.setdefault("_packages", {})
+        if folder not in cache:
+            parts = None
+            for base in (self.root, os.path.join(self.root, "src")):
+                rel = os.path.relpath(folder, base)
+                if not rel.startswith(".."):
+                    parts = [] if rel == "." else rel.split(os.sep)
+                    break
+            cache[folder] = parts
+        parts = cache[folder]
+        if parts is None or level - 1 > len(parts):
             return None
         parts = parts[: len(parts) - (level - 1)]
         return ".".join(parts + ([module] if module else []))
@@ -149,8 +195,8 @@ class Project:
         cache = self.__dict__.setdefault("_function_helpers", {})
         if key not in cache:
             found = None  # kept only once known (deep() may hand the work to the parent)
-            tree = self.tree(key[0], text) if text is not None else None
-            span = _function_span(tree, fname) if tree is not None else None
+            found_top = self.top_functions(key[0], text).get(fname) if text is not None else None
+            span = found_top[:2] if found_top is not None else None
             if span is not None:
                 first, last = span
                 chunk = "".join(text.splitlines(keepends=True)[first - 1 : last])
@@ -241,10 +287,24 @@ class Project:
         text = self.text(key) if text is None else text
         found = frozenset()
         if text is not None and might_match(text) and "return" in text:
-            tree = self.tree(key, text)
-            found = frozenset(_returning_functions(tree, text)) if tree is not None else found
+            from cgguard.static.driver.helperscreen import _function_may_return
+
+            # Its return may carry the capture size (Python's tree of that function alone).
+            found = frozenset(n for n, (_, _, node) in self.top_functions(key, text).items() if _function_may_return(node))
         cache[key] = found
         return found
+
+    def top_functions(self, path: str, text: str) -> dict[str, tuple[int, int, ast.AST]]:
+        """The top-level functions of ``text`` (``path``'s) that hold a capture-size needle:
+        name -> (first line with decorators, last line, Python's tree of the function).
+        Each is cut out by indentation and parsed alone (a module of helpers is often big,
+        its tree ten times the cost); Python's tree of the whole file only where a cut
+        does not parse. Read once per run."""
+        key = (os.path.abspath(path), text)
+        cache = self.__dict__.setdefault("_top_functions", {})
+        if key not in cache:
+            cache[key] = _top_functions(text, lambda: self.tree(key[0], text))
+        return cache[key]
 
     def helper_names(self) -> frozenset[str]:
         """Names of top-level functions (in files with a capture-size needle) that return
@@ -348,27 +408,44 @@ def _statements(tree: ast.Module):
             stack.extend(sub.body)
 
 
-def _function_span(tree: ast.Module, fname: str) -> tuple[int, int] | None:
-    """First and last line of the top-level function ``fname`` (decorators included)."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname:
+def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]:
+    """See :meth:`Project.top_functions`; ``whole_tree()`` gives Python's tree of the file
+    (None where it does not parse)."""
+    from cgguard.static.driver import scan
+
+    lines = scan.split_lines(text)
+    starts = list(accumulate(map(len, lines), initial=0))
+    found: dict[str, tuple[int, int, ast.AST]] = {}
+    for m in _TOP_DEF.finditer(text):
+        i = bisect_right(starts, m.start()) - 1
+        end = scan._block_end(lines, i)
+        chunk = "".join(lines[i:end])
+        if not might_match(chunk):
+            continue
+        try:
+            node = ast.parse(chunk).body[0]
+        except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+            node = None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.end_lineno != end - i:
+            return _top_functions_of(whole_tree(), lines)  # a def in a string, or a cut that failed
+        first = i
+        while first and lines[first - 1].startswith("@"):
+            first -= 1
+        if first and lines[first - 1].startswith((")", "]", "}")):
+            return _top_functions_of(whole_tree(), lines)  # a decorator over several lines
+        found.setdefault(node.name, (first + 1, end, node))
+    return found
+
+
+def _top_functions_of(tree: ast.Module | None, lines: list[str]) -> dict[str, tuple[int, int, ast.AST]]:
+    """:func:`_top_functions` from Python's tree of the whole file."""
+    found: dict[str, tuple[int, int, ast.AST]] = {}
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            return first, node.end_lineno
-    return None
-
-
-def _returning_functions(tree: ast.Module, text: str) -> set[str]:
-    """Top-level functions holding a capture-size needle and a ``return <value>``."""
-    from cgguard.static.driver.helperscreen import _function_may_return
-
-    lines = text.splitlines(keepends=True)
-    return {
-        node.name
-        for node in tree.body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and might_match("".join(lines[node.lineno - 1 : node.end_lineno]))
-        and _function_may_return(node)  # its return may carry the capture size
-    }
+            if node.name not in found and might_match("".join(lines[node.lineno - 1 : node.end_lineno])):
+                found[node.name] = (first, node.end_lineno, node)
+    return found
 
 
 # ---- findings ---------------------------------------------------------------------------
@@ -550,8 +627,36 @@ def _spells(node: ast.AST, by_name, by_module) -> bool:
     return False
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.MULTILINE)
-_IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+\w+", re.MULTILINE)
+def _import_specs(text: str):
+    """The import statements of ``text`` on its bytes, before any parse: ``("from", spec,
+    names)`` for ``from spec import names`` (a parenthesised list may span lines) and
+    ``("import", dotted, "")`` for ``import dotted as alias``. Found from each ``import``
+    word (a handful per file) rather than by a multi-line pattern tried at every line:
+    a superset (a docstring's example counts), as the screen needs."""
+    at = text.find("import")
+    while at >= 0:
+        end = at + 6
+        after = text[end : end + 1]
+        if after in (" ", "\t", "("):
+            start = text.rfind("\n", 0, at) + 1
+            head = text[start:at].strip(" \t")
+            if not head:
+                m = _IMPORT_AS.match(text, end)
+                if m:
+                    yield "import", m.group(1), ""
+            elif head.startswith("from"):
+                m = _FROM_SPEC.fullmatch(head)
+                if m:
+                    names = _NAMES_AFTER.match(text, end)
+                    yield "from", m.group(1), names.group(1) if names.group(1) is not None else names.group(2)
+        at = text.find("import", end)
+
+
+_FROM_SPEC = re.compile(r"from[ \t]+(\.*[\w.]*)[ \t]*")
+_IMPORT_AS = re.compile(r"[ \t]+([\w.]+)[ \t]+as[ \t]+\w+")
+_NAMES_AFTER = re.compile(r"[ \t]*(?:\(([^)]*)\)?|([^\n#;]*))")
+_NAMES = re.compile(r"\w+")
+_AS_NAME = re.compile(r"\bas\b\s+\w+")
 
 
 def _imports_a_helper(project: Project, text: str, path: str) -> bool:
@@ -559,22 +664,22 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
     top-level functions hold a capture size and return a value? Bytes first: a module
     is parsed only when it defines (``def name``) a function the import names, or is
     imported whole."""
-    for m in _FROM_IMPORT.finditer(text):
-        spec = m.group(1)
+    for kind, spec, names_text in _import_specs(text):
+        if kind == "import":
+            target = project.module_file(spec)
+            if target is not None and project.returning(target):
+                return True
+            continue
         level = len(spec) - len(spec.lstrip("."))
         dotted = project.resolve(path, spec[level:] or None, level)
         if dotted is None:
             continue
-        names = re.findall(r"\w+", re.sub(r"\bas\b\s+\w+", "", m.group(2)))
+        names = _NAMES.findall(_AS_NAME.sub("", names_text))
         target = project.module_file(dotted)
         if target is not None and project.defines(target, names) and project.returning(target):
             return True
         subs = [project.module_file(f"{dotted}.{n}") for n in names]
         if any(t is not None and project.returning(t) for t in subs):
-            return True
-    for m in _IMPORT_AS.finditer(text):
-        target = project.module_file(m.group(1))
-        if target is not None and project.returning(target):
             return True
     return False
 
@@ -615,11 +720,14 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
     for fname in sorted(project.returning(path, text)):
         if text.count(fname) > 1:
             continue  # used in its own module: the module's own analysis places it
-        if not any(o != me and _imports_from(project, o, me, fname) for o in project.users(fname)):
-            continue  # nothing imports it as a helper: no parse
+        # The rules' own summary of that one function first (libcst parses it alone): most
+        # candidates Python's tree let through return no count, and their users would
+        # cost a read of the whole project.
         summary = project.function_helper(path, fname, text)
         if summary is None:
             continue  # its return carries no count
+        if not any(o != me and _imports_from(project, o, me, fname) for o in project.users(fname)):
+            continue  # nothing imports it as a helper
         uses, counted = _uses(project, path, fname)
         if uses and uses == counted:
             from cgguard.static.driver import scan
