@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -265,7 +266,9 @@ def _screen(code: str, returns_capture=lambda start, end: True) -> bool:
         return None
 
     chunks = sorted({enclosing(i) for i, line in enumerate(lines) if "capture_size" in line} - {None})
-    return helperscreen.needs_full_parse(text, lines, chunks, enclosing, returns_capture)
+    from cgguard.static.driver.scan import _SpanTrees
+
+    return helperscreen.needs_full_parse(text, lines, chunks, enclosing, returns_capture, _SpanTrees(lines, "t.py"))
 
 
 HELPER = """
@@ -449,12 +452,12 @@ def test_may_return_capture_over_approximates_the_flow(body, may):
     # The function as a method (indented), its body one level deeper.
     text = "    def f(self):\n" + textwrap.indent(body.replace("\n    ", "\n"), " " * 8) + "\n"
     lines = text.splitlines(keepends=True)
-    assert helperscreen.may_return_capture(lines, 0, len(lines)) is may
+    assert helperscreen.may_return_capture(ast.parse("if 1:\n" + "".join(lines))) is may
 
 
 def test_may_return_capture_follows_parameter_defaults():
     lines = ["def f(n=CONFIG.max_cudagraph_capture_size):\n", "    return n\n"]
-    assert helperscreen.may_return_capture(lines, 0, 2)
+    assert helperscreen.may_return_capture(ast.parse("".join(lines[0:2])))
 
 
 # ---- a count stored in a dict that is splatted later -------------------------------

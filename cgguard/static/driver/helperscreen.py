@@ -52,11 +52,14 @@ def needs_full_parse(
     chunks: list[Span],
     enclosing_function: Callable[[int], Span | None],
     returns_capture: Callable[[int, int], bool],
+    tree_of: Callable[[int, int], ast.AST | None],
 ) -> bool:
     """True when a helper's result may reach a block count (see the module doc).
 
     ``chunks`` are the functions holding a needle; ``enclosing_function(i)`` the span
-    of the function around line index ``i`` (None at module or class level).
+    of the function around line index ``i`` (None at module or class level);
+    ``tree_of(start, end)`` Python's tree of a span (None where it does not parse),
+    each span parsed once per file whichever screen asks.
     """
     candidates: dict[str, Span] = {}
     members: set[str] = set()  # attributes set on self from a capture-size count
@@ -68,7 +71,7 @@ def needs_full_parse(
         if "return" in body and _RETURN_VALUE.search(body):
             candidates.setdefault(name, (start, end))
         if "self." in body:
-            for attr in stored_members(lines, start, end):
+            for attr in stored_members(tree_of(start, end)):
                 members.add(attr)
                 candidates.setdefault(attr, (start, end))
     if not candidates:
@@ -138,18 +141,18 @@ def needs_full_parse(
     if reaching & members:
         for name, i in uses(reaching & members):
             span = enclosing_function(i)
-            if span is not None and member_may_sink(lines, *span, reaching & members):
+            if span is not None and member_may_sink(tree_of(*span), reaching & members):
                 return True
     # Text first, then Python's tree (a cheap over-approximation), then the rules' own
     # parse: does the helper's own return carry the capture size?
     return any(
-        may_return_capture(lines, *candidates[n]) and returns_capture(*candidates[n])
+        may_return_capture(tree_of(*candidates[n])) and returns_capture(*candidates[n])
         for n in sorted(reaching)
     )
 
 
-def may_return_capture(lines: list[str], start: int, end: int) -> bool:
-    """Can a function on ``lines[start:end]`` (or one nested in it) return a capture-size count?
+def may_return_capture(tree: ast.AST | None) -> bool:
+    """Can a function of ``tree`` (a cut function) return a capture-size count?
 
     A flow-insensitive over-approximation of the rules' flow on Python's tree: names
     and attribute chains assigned (in any order, unpacked or chained, walrus too) from
@@ -157,10 +160,7 @@ def may_return_capture(lines: list[str], start: int, end: int) -> bool:
     parameters whose default mentions one. False only when no ``return`` value of the
     function's own code mentions either, which the flow then cannot taint.
     """
-    chunk = "".join(lines[start:end])
-    try:
-        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if tree is None:
         return True  # the parse that follows decides
     return any(
         _function_may_return(node)
@@ -172,13 +172,10 @@ def may_return_capture(lines: list[str], start: int, end: int) -> bool:
 _CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
 
 
-def stored_members(lines: list[str], start: int, end: int) -> set[str]:
-    """Attributes a function on ``lines[start:end]`` sets on ``self`` from a value that may
-    carry a capture-size count (not a list of them): candidates for the rules' member flow."""
-    chunk = "".join(lines[start:end])
-    try:
-        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+def stored_members(tree: ast.AST | None) -> set[str]:
+    """Attributes a function of ``tree`` (a cut function) sets on ``self`` from a value that
+    may carry a capture-size count (not a list of them): candidates for the rules' member flow."""
+    if tree is None:
         return set()  # the chunk's own parse reports it
     out: set[str] = set()
     for func in ast.walk(tree):
@@ -196,15 +193,12 @@ def stored_members(lines: list[str], start: int, end: int) -> set[str]:
     return out
 
 
-def member_may_sink(lines: list[str], start: int, end: int, members: set[str]) -> bool:
-    """Can the function on ``lines[start:end]`` hand ``self.<member>`` to a block-count sink
-    (or return it)? Flow-insensitive, on Python's tree: an over-approximation of the rules."""
+def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
+    """Can the function of ``tree`` (a cut function) hand ``self.<member>`` to a block-count
+    sink (or return it)? Flow-insensitive, on Python's tree: an over-approximation of the rules."""
     from cgguard.static.rules import model
 
-    chunk = "".join(lines[start:end])
-    try:
-        tree = ast.parse(("if 1:\n" + chunk) if lines[start][:1] in (" ", "\t") else chunk)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if tree is None:
         return True  # the parse that follows decides
     tainted = {f"self.{m}" for m in members}
 

@@ -41,16 +41,16 @@ MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=None)
 def project_root(folder: str) -> str | None:
-    """The nearest folder at or above ``folder`` holding a project marker."""
-    path = Path(folder)
-    for candidate in (path, *path.parents):
-        if candidate.name in ("site-packages", "dist-packages"):
-            return None  # an installed package is no project of the user's
-        if any((candidate / m).exists() for m in MARKERS):
-            return str(candidate)
-    return None
+    """The nearest folder at or above ``folder`` (absolute) holding a project marker
+    (each folder looked at once per run, however many files sit below it)."""
+    if os.path.basename(folder) in ("site-packages", "dist-packages"):
+        return None  # an installed package is no project of the user's
+    if any(os.path.exists(os.path.join(folder, m)) for m in MARKERS):
+        return folder
+    parent = os.path.dirname(folder)
+    return None if parent == folder else project_root(parent)
 
 
 class Project:
@@ -102,6 +102,19 @@ class Project:
             if entries.get(parts[-1]) and self._listing(os.path.join(folder, parts[-1])).get("__init__.py") is False:
                 return os.path.abspath(os.path.join(folder, parts[-1], "__init__.py"))
         return None
+
+    def submodule_names(self, dotted: str, names) -> list[str]:
+        """Those of ``names`` that the folder of package ``dotted`` holds as a module or a folder."""
+        parts = tuple(dotted.split("."))
+        if not all(parts):
+            return []
+        held: list[str] = []
+        for base in (self.root, os.path.join(self.root, "src")):
+            folder = self._package_folder(base, parts)
+            if folder is not None:
+                entries = self._listing(folder)
+                held += [n for n in names if n + ".py" in entries or entries.get(n)]
+        return held
 
     def _package_folder(self, base: str, parts: tuple[str, ...]) -> str | None:
         """The folder ``base/parts...`` when each step exists (from the listings), else None."""
@@ -676,11 +689,13 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
             continue
         names = _NAMES.findall(_AS_NAME.sub("", names_text))
         target = project.module_file(dotted)
-        if target is not None and project.defines(target, names) and project.returning(target):
-            return True
-        subs = [project.module_file(f"{dotted}.{n}") for n in names]
-        if any(t is not None and project.returning(t) for t in subs):
-            return True
+        if target is not None and not project.returning(target).isdisjoint(names):
+            return True  # a helper imported by name (the only kind the analysis follows)
+        # A submodule imported by name: only names the package's folder holds are looked up.
+        for n in project.submodule_names(dotted, names):
+            sub = project.module_file(f"{dotted}.{n}")
+            if sub is not None and project.returning(sub):
+                return True
     return False
 
 

@@ -100,6 +100,7 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     # function holding a capture size) and its tree decides.
     screened = []
     chunk_trees = []
+    spans = _SpanTrees(lines, path)
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
@@ -108,9 +109,10 @@ def _check_own(text: str, path: str, *, fast: bool = True) -> list[Finding]:
             validate(text, path)  # the whole file must fail too (else: a cut the chunk did not survive)
             return deep(lambda: _full(text, lines, path, needles))
         chunk_trees.append(chunk_tree)
+        spans.keep(start, end, chunk_tree)
         if SINK_WORDS.search(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
-    if _helper_flow_possible(text, lines, chunks, path) or _hands_through(text, lines, path, chunk_trees, tree):
+    if _helper_flow_possible(text, lines, chunks, path, spans) or _hands_through(text, lines, path, chunk_trees, tree):
         # A helper's result may become a block count elsewhere: the rules need every caller.
         if tree is None:
             validate(text, path)
@@ -270,7 +272,28 @@ def _check_chunks(text, lines, path, needles, chunks, tree=None) -> list[Finding
     return sorted(set(findings), key=Finding.sort_key)
 
 
-def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> bool:
+class _SpanTrees:
+    """Python's tree of each function cut out of one file, parsed once whichever screen
+    asks (None where the cut does not parse: the screens then say "maybe")."""
+
+    def __init__(self, lines: list[str], path: str):
+        self.lines, self.path = lines, path
+        self._trees: dict[tuple[int, int], ast.AST | None] = {}
+
+    def keep(self, start: int, end: int, tree: ast.AST) -> None:
+        self._trees[(start, end)] = tree
+
+    def __call__(self, start: int, end: int) -> ast.AST | None:
+        key = (start, end)
+        if key not in self._trees:
+            try:
+                self._trees[key] = ast.parse(_parsable(self.lines, start, "".join(self.lines[start:end])))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._trees[key] = None
+        return self._trees[key]
+
+
+def _helper_flow_possible(text: str, lines: list[str], chunks, path: str, spans: _SpanTrees) -> bool:
     """Can a count returned by a helper reach a block count? (:mod:`.helperscreen`)"""
     from cgguard.static.driver.helperscreen import needs_full_parse
 
@@ -281,8 +304,8 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> boo
     def returns_capture(start: int, end: int) -> bool:
         # A function with no capture-size source of its own (Python's tree says so,
         # cheaply) returns none: libcst is not needed to know.
-        source = _parsable(lines, start, "".join(lines[start:end]))
-        if not any(_is_source(n) for n in ast.walk(ast.parse(source, filename=path))):
+        tree = spans(start, end)
+        if tree is not None and not any(_is_source(n) for n in ast.walk(tree)):
             return False
 
         def work() -> bool:
@@ -292,7 +315,7 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str) -> boo
 
         return deep(work)  # the chunk was validated already
 
-    return needs_full_parse(text, lines, chunks, enclosing_function, returns_capture)
+    return needs_full_parse(text, lines, chunks, enclosing_function, returns_capture, spans)
 
 
 def _hands_through(text: str, lines: list[str], path: str, chunk_trees, tree) -> bool:
