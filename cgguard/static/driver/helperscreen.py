@@ -327,6 +327,23 @@ def _function_may_return(func: ast.AST) -> bool:
     return any(_mentions(value, tainted) for value in returns)
 
 
+def returns_capture_alone(func: ast.AST) -> bool:
+    """May ``func``, read on its own, return a capture-size count? The screen for a helper
+    of another module, whose summary the rules take from that one function parsed alone
+    (:meth:`cgguard.static.driver.project.Project.function_helper`): there a call of any
+    other function ends a value, as in :func:`_reads` with no function defined."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    seeds = {p.arg for p, d in pairs if _carries(d, set(), set())}
+    tainted = _tainted_names(func, seeds, set())
+    return any(
+        isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, set())
+        for n in ast.walk(func)
+    )
+
+
 def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
     for node in ast.walk(expr):
         if isinstance(node, ast.Attribute):

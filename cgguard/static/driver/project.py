@@ -33,7 +33,7 @@ from itertools import accumulate
 from functools import lru_cache
 from pathlib import Path
 
-from cgguard.static.driver.prefilter import might_match
+from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.scan import _WholeFile
 from cgguard.static.rules.model import mentions_sink_word
 
@@ -297,15 +297,30 @@ class Project:
         cache = self.__dict__.setdefault("_returning", {})
         if text is None and key in cache:
             return cache[key]
+        if text is None and not self._may_hold_helper(key):
+            cache[key] = frozenset()  # its bytes hold no capture size: never decoded
+            return cache[key]
         text = self.text(key) if text is None else text
         found = frozenset()
         if text is not None and might_match(text) and "return" in text:
-            from cgguard.static.driver.helperscreen import _function_may_return
+            from cgguard.static.driver.helperscreen import returns_capture_alone
 
             # Its return may carry the capture size (Python's tree of that function alone).
-            found = frozenset(n for n, (_, _, node) in self.top_functions(key, text).items() if _function_may_return(node))
+            found = frozenset(n for n, (_, _, node) in self.top_functions(key, text).items() if returns_capture_alone(node))
         cache[key] = found
         return found
+
+    def _may_hold_helper(self, path: str) -> bool:
+        """Do ``path``'s bytes hold a capture size, ``return`` and a top-level ``def``?"""
+        if path in self._texts:
+            text = self._texts[path]
+            return text is not None and might_match(text) and "return" in text
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return False
+        return has_needle(data) and b"return" in data and (data.startswith(b"def ") or b"def " in data)
 
     def top_functions(self, path: str, text: str) -> dict[str, tuple[int, int, ast.AST]]:
         """The top-level functions of ``text`` (``path``'s) that hold a capture-size needle:
@@ -466,11 +481,9 @@ def _top_functions_of(tree: ast.Module | None, lines: list[str]) -> dict[str, tu
 
 def findings(text: str, path: str) -> list:
     """Findings in ``path`` (its ``text``) that come from flows across the project's modules."""
-    if not os.path.isfile(path) or "import" not in text and not might_match(text):
-        return []
     as_importer = "import" in text and mentions_sink_word(text)
     as_helper = might_match(text) and "return" in text and bool(_returning_functions_cheap(text))
-    if not (as_importer or as_helper):
+    if not (as_importer or as_helper) or not os.path.isfile(path):
         return []
     project = project_for(path)
     if project is None:

@@ -165,12 +165,33 @@ def _may_hit(tree: ast.Module) -> bool:
 
 
 def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
-    """Both in ``scope``'s own code (nested functions and classes go to ``nested``)."""
-    source = sink = False
+    """Can a capture size of ``scope``'s own code reach a sink of it (nested functions and
+    classes go to ``nested``)?
+
+    A flow-insensitive over-approximation of the rules' flow in one scope, on Python's
+    tree: a scope needs a capture-size source (:func:`_is_source`, or a parameter
+    default holding one) and a sink (:func:`_is_sink`) whose value mentions a capture
+    name or a name or chain assigned (in any order, through any expression) from one.
+    Sanitizers are ignored and every sub-expression carries: never less than the rules
+    find. Flows through other scopes (helpers, members, parameters) are the other
+    screens' business (:mod:`.helperscreen`).
+    """
+    from cgguard.static.driver.helperscreen import _mentions, _target_keys
+
+    source = False
+    tainted: set[str] = set()
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         a = scope.args
-        defaults = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
-        source = any(_is_source(n) for d in defaults for n in ast.walk(d))
+        positional = [*a.posonlyargs, *a.args]
+        pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+        pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+        for param, default in pairs:
+            if any(_is_source(n) for n in ast.walk(default)):
+                source = True
+            if _mentions(default, tainted):
+                tainted.add(param.arg)
+    stores: list[tuple[list[str], ast.AST]] = []
+    sinks: list[ast.AST] = []  # values that reach a sink
     stack = list(scope.body)
     while stack:
         node = stack.pop()
@@ -178,11 +199,69 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
             nested.append(node)
             continue
         source = source or _is_source(node)
-        sink = sink or _is_sink(node)
-        if source and sink:
-            return True
+        targets = value = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets, value = [node.target], node.iter
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets, value = [node.optional_vars], node.context_expr
+        elif isinstance(node, ast.keyword):
+            if node.arg is None or _is_sink(node):
+                sinks.append(node.value)  # a sink keyword, or a dict splatted into a call
+        elif isinstance(node, ast.Call) and _is_sink(node):
+            sinks += [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Dict):
+            sinks += [v for k, v in zip(node.keys, node.values) if _is_sink_key(k)]
+        if targets is not None:
+            stores.append(([k for t in targets for k in _store_keys(t)], value))
+            if any(_sink_target(t) for t in targets):
+                sinks.append(value)
         stack.extend(ast.iter_child_nodes(node))
-    return False
+    if not (source and sinks):
+        return False
+    changed = True
+    while changed:
+        changed = False
+        for keys, value in stores:
+            if not set(keys) <= tainted and _mentions(value, tainted):
+                tainted.update(keys)
+                changed = True
+    return any(_mentions(value, tainted) for value in sinks)
+
+
+def _is_sink_key(key: ast.AST | None) -> bool:
+    """A dict key or subscript naming a block count (``{"num_gpu_blocks_override": n}``)."""
+    from cgguard.static.rules import model as vocab
+
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and vocab.is_sink_name(key.value)
+
+
+def _sink_target(target: ast.AST) -> bool:
+    """An assignment target that receives a block count (unpacked targets too)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_sink_target(e) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return _sink_target(target.value)
+    if isinstance(target, ast.Subscript):
+        return _is_sink_key(target.slice)
+    return isinstance(target, (ast.Name, ast.Attribute)) and _is_sink(target)
+
+
+def _store_keys(target: ast.AST):
+    """The names and chains an assignment target taints: an element store taints its
+    container (``sizes[0] = n`` -> ``sizes``)."""
+    from cgguard.static.driver.helperscreen import _dotted, _target_keys
+
+    if isinstance(target, ast.Subscript):
+        base = _dotted(target.value)
+        return [base] if base is not None else []
+    if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+        elts = target.elts if not isinstance(target, ast.Starred) else [target.value]
+        return [k for e in elts for k in _store_keys(e)]
+    return list(_target_keys(target))
 
 
 def _last(node: ast.AST) -> str | None:
