@@ -36,6 +36,7 @@ from pathlib import Path
 from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.scan import _WholeFile
 from cgguard.static.rules.model import mentions_sink_word
+from cgguard.static.rules.pytree import statements
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
@@ -251,7 +252,7 @@ class Project:
     def _read_imports(self, path: str, tree: ast.Module) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         names: dict[str, tuple[str, str]] = {}
         modules: dict[str, str] = {}
-        for node in _statements(tree):
+        for node in statements(tree):
             if isinstance(node, ast.ImportFrom):
                 dotted = self.resolve(path, node.module, node.level)
                 if dotted is None:
@@ -419,21 +420,6 @@ def _statement_end(text: str, i: int) -> int:
             return i
         i += 1
     return n
-
-
-def _statements(tree: ast.Module):
-    """Every statement of ``tree``, nested ones included (an import is a statement: no
-    expression is visited, a tenth of the nodes of a whole walk)."""
-    stack = list(tree.body)
-    while stack:
-        stmt = stack.pop()
-        yield stmt
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list):
-                stack.extend(block)
-        for sub in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
-            stack.extend(sub.body)
 
 
 def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]:

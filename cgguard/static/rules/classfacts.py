@@ -18,6 +18,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from cgguard.static.rules import pytree
+
 _RUNNER = re.compile(r"ModelRunner")
 
 
@@ -67,7 +69,7 @@ def of_ast(node: ast.ClassDef) -> ClassTree:
     for stmt in node.body:
         targets = _ast_targets(stmt)
         attrs.update(t.id for t in targets if isinstance(t, ast.Name))
-    for sub in ast.walk(node):
+    for sub in pytree.statements(node):  # an assignment is a statement
         for target in _ast_targets(sub, annotated_only_with_value=True):
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 attrs.add(target.attr)

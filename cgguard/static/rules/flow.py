@@ -121,8 +121,10 @@ class ClassFacts:
     def is_runner(self) -> bool:
         """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
         if self._runner is None:
-            aliases = self._aliases() if self._aliases is not None else {}
-            self._runner = classfacts.names_model_runner(self.name, self._read().bases, aliases)
+            # Its own name first: the file's imports are read only for a base's alias.
+            self._runner = classfacts.names_model_runner(self.name, ()) or classfacts.names_model_runner(
+                self.name, self._read().bases, self._aliases() if self._aliases is not None else {}
+            )
         return self._runner
 
     @property
@@ -497,8 +499,10 @@ class ScopeFlow:
         facts = self.class_facts
         if facts is None:
             return None
-        attrs = facts.self_attrs
-        if facts.is_runner or "max_num_reqs" in attrs:
+        if facts.is_runner:
+            return "self.max_num_reqs"
+        attrs = facts.self_attrs  # read only for a class that is no runner
+        if "max_num_reqs" in attrs:
             return "self.max_num_reqs"
         if "max_num_seqs" in attrs:
             return "self.max_num_seqs"

@@ -166,8 +166,10 @@ def import_aliases(tree) -> dict[str, str]:
     (Python's tree of the file; imports anywhere in it)."""
     import ast
 
+    from cgguard.static.rules.pytree import statements
+
     out: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in statements(tree):  # an import is a statement
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.asname:
