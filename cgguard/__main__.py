@@ -1,4 +1,4 @@
-from cgguard.cli import main
+from cgguard.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

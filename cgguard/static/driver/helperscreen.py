@@ -28,6 +28,7 @@ from itertools import accumulate
 from typing import Callable, Iterable
 
 from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
+from cgguard.static.rules.pytree import children, walk
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.
@@ -164,7 +165,7 @@ def may_return_capture(tree: ast.AST | None) -> bool:
         return True  # the parse that follows decides
     return any(
         _function_may_return(node)
-        for node in ast.walk(tree)
+        for node in walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     )
 
@@ -178,12 +179,12 @@ def stored_members(tree: ast.AST | None) -> set[str]:
     if tree is None:
         return set()  # the chunk's own parse reports it
     out: set[str] = set()
-    for func in ast.walk(tree):
+    for func in walk(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         tainted: set[str] = set()
         stores: list[tuple[list[ast.AST], ast.AST]] = []
-        for node in ast.walk(func):
+        for node in walk(func):
             if isinstance(node, ast.Assign):
                 stores.append((node.targets, node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
@@ -212,7 +213,7 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
         return last is not None and model.is_sink_name(last)
 
     stores: list[tuple[list[ast.AST], ast.AST]] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Assign):
             stores.append((node.targets, node.value))
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
@@ -232,13 +233,13 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
             key = target.slice
             return isinstance(key, ast.Constant) and isinstance(key.value, str) and model.is_sink_name(key.value)
         if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
-            return any(sink_target(e) for e in ast.iter_child_nodes(target))
+            return any(sink_target(e) for e in children(target))
         return sink_name(target)
 
     for targets, value in stores:
         if mentions(value) and any(sink_target(t) for t in targets):
             return True
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Return) and mentions(node.value):
             return True
         if isinstance(node, ast.keyword) and (node.arg is None or model.is_sink_name(node.arg)) and mentions(node.value):
@@ -276,7 +277,7 @@ def _value_nodes(expr: ast.AST):
             if callee not in _CARRYING_CALLS:
                 stack.append(node.func)
                 continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
 
 
 def _counts(expr: ast.AST, tainted: set[str]) -> bool:
@@ -291,7 +292,7 @@ def _counts(expr: ast.AST, tainted: set[str]) -> bool:
             return True
         elif isinstance(node, (ast.Subscript, ast.Call)) and any(
             isinstance(n, (ast.Attribute, ast.Name)) and (_dotted(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
-            for n in ast.walk(node)
+            for n in walk(node)
         ):
             if isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max":
                 return True
@@ -312,7 +313,7 @@ def _function_may_return(func: ast.AST) -> bool:
             assignments.append((node.targets, node.value))
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
             assignments.append(([node.target], node.value))
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     if not returns:
         return False
     tainted: set[str] = set()
@@ -340,12 +341,12 @@ def returns_capture_alone(func: ast.AST) -> bool:
     tainted = _tainted_names(func, seeds, set())
     return any(
         isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, set())
-        for n in ast.walk(func)
+        for n in walk(func)
     )
 
 
 def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
-    for node in ast.walk(expr):
+    for node in walk(expr):
         if isinstance(node, ast.Attribute):
             if node.attr in _CAPTURE_NAMES or _dotted(node) in tainted:
                 return True
@@ -410,7 +411,7 @@ def called_with_capture(tree: ast.AST, defined: set[str] | None) -> set[str]:
     size (flow-insensitive, the whole tree as one scope: an over-approximation). ``defined``:
     calls of these carry their arguments too (None: every callee does); functions defined
     in ``tree`` itself are left out (the module's own analysis follows those)."""
-    nodes = list(ast.walk(tree))
+    nodes = list(walk(tree))
     local = {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     calls = [
         n for n in nodes
@@ -434,7 +435,7 @@ def returns_a_parameter(func: ast.AST, defined: set[str] | None) -> bool:
     tainted = _tainted_names(func, params, defined)
     return any(
         isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, defined)
-        for n in ast.walk(func)
+        for n in walk(func)
     )
 
 
@@ -475,7 +476,7 @@ def _reads(expr: ast.AST, defined: set[str] | None) -> tuple[bool, set[str]]:
                 continue
         elif isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return capture, keys
 
 
@@ -490,7 +491,7 @@ def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str] | None, wal
     ``seeds`` (``walked``: the nodes of ``func``, when the caller has them)."""
     tainted = set(seeds)
     stores: list[tuple[list[str], bool, set[str]]] = []
-    for node in walked if walked is not None else ast.walk(func):
+    for node in walked if walked is not None else walk(func):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.scan import _WholeFile
 from cgguard.static.rules.model import mentions_sink_word
-from cgguard.static.rules.pytree import statements
+from cgguard.static.rules.pytree import statements, walk
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
@@ -631,7 +631,7 @@ def _spells(node: ast.AST, by_name, by_module) -> bool:
     """Does ``node`` use an imported helper (an import naming it is no use)?"""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return False
-    for sub in ast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, ast.Name) and sub.id in by_name:
             return True
         if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.attr in by_module.get(sub.value.id, {}):

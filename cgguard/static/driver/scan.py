@@ -27,6 +27,7 @@ from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import SourceText
 from cgguard.static.rules.model import SINK_WORDS
+from cgguard.static.rules.pytree import children, walk
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
@@ -186,7 +187,7 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
         pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
         pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
         for param, default in pairs:
-            if any(_is_source(n) for n in ast.walk(default)):
+            if any(_is_source(n) for n in walk(default)):
                 source = True
             if _mentions(default, tainted):
                 tainted.add(param.arg)
@@ -219,7 +220,7 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
             stores.append(([k for t in targets for k in _store_keys(t)], value))
             if any(_sink_target(t) for t in targets):
                 sinks.append(value)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     if not (source and sinks):
         return False
     changed = True
@@ -384,7 +385,7 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, path: str, spans:
         # A function with no capture-size source of its own (Python's tree says so,
         # cheaply) returns none: libcst is not needed to know.
         tree = spans(start, end)
-        if tree is not None and not any(_is_source(n) for n in ast.walk(tree)):
+        if tree is not None and not any(_is_source(n) for n in walk(tree)):
             return False
 
         def work() -> bool:
@@ -405,7 +406,7 @@ def _hands_through(text: str, lines: list[str], path: str, chunk_trees, tree) ->
         """Python's trees of the functions named ``names``: each cut out and read alone
         (the whole file only when Python's tree of it is at hand or a cut does not parse)."""
         if tree is not None:
-            yield from (n for n in ast.walk(tree) if isinstance(n, _FUNCS) and n.name in names)
+            yield from (n for n in walk(tree) if isinstance(n, _FUNCS) and n.name in names)
             return
         for i, line in enumerate(lines):
             name = def_name(line) if "def" in line else None
@@ -415,9 +416,9 @@ def _hands_through(text: str, lines: list[str], path: str, chunk_trees, tree) ->
                 cut = ast.parse(_parsable(lines, i, "".join(lines[i : _block_end(lines, i)])))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 whole = validate(text, path)
-                yield from (n for n in ast.walk(whole) if isinstance(n, _FUNCS) and n.name in names)
+                yield from (n for n in walk(whole) if isinstance(n, _FUNCS) and n.name in names)
                 return
-            yield from (n for n in ast.walk(cut) if isinstance(n, _FUNCS) and n.name == name)
+            yield from (n for n in walk(cut) if isinstance(n, _FUNCS) and n.name == name)
 
     return hands_capture_through(text, chunk_trees, callees)
 
@@ -469,7 +470,7 @@ def _libcst_depth(tree: ast.AST) -> int:
         if isinstance(node, ast.BoolOp):
             depth += len(node.values) - 1
         deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        stack.extend((child, depth + 1) for child in children(node))
     return deepest
 
 

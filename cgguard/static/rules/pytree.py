@@ -25,3 +25,34 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
                 stack.extend(block)
         for sub in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
             stack.extend(sub.body)
+
+
+def walk(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``node`` (itself included), in no promised order: ``ast.walk``'s
+    nodes at about twice its speed (no generator per node; the screens walk every
+    function that holds a capture size, some of them a thousand lines long)."""
+    stack: list = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        current = pop()
+        if not isinstance(current, ast.AST):
+            continue  # a list's other items: Global's names, Dict's None keys
+        yield current
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, ast.AST):
+                push(value)
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes(node)`` as a list, faster."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if value.__class__ is list:
+            out += [v for v in value if isinstance(v, ast.AST)]
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
