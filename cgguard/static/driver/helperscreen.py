@@ -28,7 +28,7 @@ from itertools import accumulate
 from typing import Callable, Iterable
 
 from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
-from cgguard.static.rules.pytree import children, walk
+from cgguard.static.rules.pytree import children, statements, walk
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.
@@ -69,10 +69,12 @@ def needs_full_parse(
         if name is None:
             continue
         body = "".join(lines[start:end])
-        if "return" in body and _RETURN_VALUE.search(body):
+        # A helper only where Python's tree says its return may carry the capture size
+        # (the last test below, made first: most functions returning a value do not).
+        if "return" in body and _RETURN_VALUE.search(body) and may_return_capture(tree_of(start, end)):
             candidates.setdefault(name, (start, end))
         if "self." in body:
-            for attr in stored_members(tree_of(start, end)):
+            for attr in stored_members(tree_of(start, end), walrus=":=" in body):
                 members.add(attr)
                 candidates.setdefault(attr, (start, end))
     if not candidates:
@@ -173,25 +175,34 @@ def may_return_capture(tree: ast.AST | None) -> bool:
 _CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
 
 
-def stored_members(tree: ast.AST | None) -> set[str]:
+def stored_members(tree: ast.AST | None, walrus: bool = True) -> set[str]:
     """Attributes a function of ``tree`` (a cut function) sets on ``self`` from a value that
-    may carry a capture-size count (not a list of them): candidates for the rules' member flow."""
+    may carry a capture-size count (not a list of them): candidates for the rules' member flow.
+    ``walrus``: the text holds ``:=`` (else assignments are statements, and only statements
+    are walked)."""
     if tree is None:
         return set()  # the chunk's own parse reports it
     out: set[str] = set()
-    for func in walk(tree):
+    for func in statements(tree):
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         tainted: set[str] = set()
         stores: list[tuple[list[ast.AST], ast.AST]] = []
-        for node in walk(func):
+        for node in walk(func) if walrus else statements(func):
             if isinstance(node, ast.Assign):
                 stores.append((node.targets, node.value))
             elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
                 stores.append(([node.target], node.value))
+        if not any(_self_target(t) for targets, _ in stores for t in targets):
+            continue  # sets nothing on self: no member to find
         _taint_targets(stores, tainted, _counts)
         out |= {key.split(".", 1)[1] for key in tainted if key.startswith("self.") and key.count(".") == 1}
     return out
+
+
+def _self_target(target: ast.AST) -> bool:
+    """Does an assignment target set an attribute of ``self`` (unpacked targets too)?"""
+    return any(key.startswith("self.") for key in _target_keys(target))
 
 
 def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:

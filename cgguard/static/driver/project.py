@@ -672,29 +672,39 @@ _AS_NAME = re.compile(r"\bas\b\s+\w+")
 
 
 def _imports_a_helper(project: Project, text: str, path: str) -> bool:
-    """Does ``path`` import (by its text, before any parse) a project module whose
-    top-level functions hold a capture size and return a value? Bytes first: a module
-    is parsed only when it defines (``def name``) a function the import names, or is
-    imported whole."""
-    for kind, spec, names_text in _import_specs(text):
-        if kind == "import":
-            target = project.module_file(spec)
-            if target is not None and project.returning(target):
-                return True
-            continue
-        level = len(spec) - len(spec.lstrip("."))
-        dotted = project.resolve(path, spec[level:] or None, level)
-        if dotted is None:
-            continue
-        names = _NAMES.findall(_AS_NAME.sub("", names_text))
-        target = project.module_file(dotted)
-        if target is not None and not project.returning(target).isdisjoint(names):
-            return True  # a helper imported by name (the only kind the analysis follows)
-        # A submodule imported by name: only names the package's folder holds are looked up.
-        for n in project.submodule_names(dotted, names):
-            sub = project.module_file(f"{dotted}.{n}")
-            if sub is not None and project.returning(sub):
-                return True
+    """Does ``path`` import (by its text, before any parse) a helper of the project: a
+    top-level function holding a capture size that may return it, imported by name, or
+    a module holding one (``import pkg.mod as m``, ``from pkg import mod``)? Each import
+    statement is answered once per run for its folder (most files repeat the same few)."""
+    folder = os.path.dirname(path)
+    answers = project.__dict__.setdefault("_import_answers", {})
+    for statement in _import_specs(text):
+        key = (folder if statement[1].startswith(".") else "", statement)
+        found = answers.get(key)
+        if found is None:
+            found = answers[key] = _statement_imports_a_helper(project, path, *statement)
+        if found:
+            return True
+    return False
+
+
+def _statement_imports_a_helper(project: Project, path: str, kind: str, spec: str, names_text: str) -> bool:
+    if kind == "import":
+        target = project.module_file(spec)
+        return target is not None and bool(project.returning(target))
+    level = len(spec) - len(spec.lstrip("."))
+    dotted = project.resolve(path, spec[level:] or None, level)
+    if dotted is None:
+        return False
+    names = _NAMES.findall(_AS_NAME.sub("", names_text))
+    target = project.module_file(dotted)
+    if target is not None and not project.returning(target).isdisjoint(names):
+        return True  # a helper imported by name (the only kind the analysis follows)
+    # A submodule imported by name: only names the package's folder holds are looked up.
+    for n in project.submodule_names(dotted, names):
+        sub = project.module_file(f"{dotted}.{n}")
+        if sub is not None and project.returning(sub):
+            return True
     return False
 
 
