@@ -15,7 +15,7 @@ from cgguard.static.workflow.config import Settings
 
 
 def split_lines(text: str) -> list[str]:
-    from cgguard.static.driver.scan import split_lines as split
+    from cgguard.static.driver.sourcetext import split_lines as split
 
     return split(text)
 

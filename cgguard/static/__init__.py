@@ -6,7 +6,7 @@ Never imports vLLM or torch. Three places:
 - ``driver/``   what gets parsed and how fast: prefilter, cutting, parallel map, safe writes;
 - ``workflow/`` what users configure and see: config, discovery, suppressions, formats, docs.
 
-Entry points: :func:`cgguard.static.driver.scan.check_source` (one source text) and
+Entry points: :func:`cgguard.static.driver.check.check_source` (one source text) and
 :mod:`cgguard.static.driver.run` (paths). The same rules run inside Fixit and
 libcst's codemod CLI through :mod:`cgguard.ecosystem`.
 """

@@ -25,8 +25,9 @@ import pytest
 
 from cgguard.static.driver import run as static_run
 from cgguard.static.driver import sourcefile
-from cgguard.static.driver import scan
-from cgguard.static.driver.scan import check_source, might_match
+from cgguard.static.driver import screen
+from cgguard.static.driver.check import check_source
+from cgguard.static.driver.prefilter import might_match
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 
 RUNNER_REL = Path("v1") / "worker" / "gpu_model_runner.py"
@@ -58,15 +59,15 @@ def compare(text: str, path: str) -> str | None:
 def unscreened(text: str, path: str):
     """The fast path with the block-count screen off: every cut function is parsed.
 
-    Reaches into scan's internals on purpose, to check that the screen (which
+    Reaches into the screen's internals on purpose, to check that the screen (which
     decides what libcst parses) loses nothing.
     """
-    saved = scan.SINK_WORDS
-    scan.SINK_WORDS = re.compile("")
+    saved = screen.SINK_WORDS
+    screen.SINK_WORDS = re.compile("")
     try:
         return outcome(text, path, fast=True)
     finally:
-        scan.SINK_WORDS = saved
+        screen.SINK_WORDS = saved
 
 
 def _show(result) -> str:
@@ -489,7 +490,7 @@ CASES = {
 
 # Found by this test on 2026-11-29: the fast path finds the enclosing class by
 # indentation, so a column-0 string or bracket line earlier in the class hid it (or a
-# class header inside a string faked one). Fixed in scan.py: a file with findings is
+# class header inside a string faked one). Fixed in the driver (then scan.py): a file with findings is
 # settled on the full parse, so the class facts always come from the real class.
 
 BROKEN = {

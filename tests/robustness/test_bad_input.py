@@ -227,17 +227,17 @@ def test_internal_error_in_one_file_is_one_line_and_verbose_shows_the_traceback(
     injection reaches it; everything else is the real code."""
     from click.testing import CliRunner
 
-    import cgguard.static.driver.scan as scan_module
+    import cgguard.static.driver.check as check_module
     from cgguard.cli import main
 
-    real_check = scan_module.check_source
+    real_check = check_module.check_source
 
     def flaky(text, path, **kw):
         if path.endswith("boom.py"):
             raise RuntimeError("injected failure")
         return real_check(text, path, **kw)
 
-    monkeypatch.setattr(scan_module, "check_source", flaky)
+    monkeypatch.setattr(check_module, "check_source", flaky)
     for name in ("a.py", "boom.py", "z.py"):
         (tmp_path / name).write_text(BUGGY)
 

@@ -1,6 +1,6 @@
 """Generated files must not make a run hang or its output unreadable.
 
-Each case was a real problem once (fixed in scan.py, edits.py, messages and the
+Each case was a real problem once (fixed in scan.py -- now screen.py and its stages --, edits.py, messages and the
 diff): messages grew with the code they quote, and the indentation search, the
 per-finding offsets and the diff were quadratic on generated files. A subprocess
 timeout turns a return of that into a failure instead of a stuck run.

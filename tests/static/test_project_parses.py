@@ -17,16 +17,17 @@ from pathlib import Path
 
 # Records the line count of every text libcst parses, then runs the real CLI.
 RECORDING_CLI = """
-import atexit, json, runpy, sys
+import json, runpy, sys
 import libcst
 parsed = []
 real = libcst.parse_module
+out = sys.argv.pop(1)
+open(out, "w").write("[]")
 def recording(source, *args, **kwargs):
     parsed.append(source if isinstance(source, str) else source.decode())
+    open(out, "w").write(json.dumps(parsed))  # as it goes: the CLI ends with os._exit
     return real(source, *args, **kwargs)
 libcst.parse_module = recording
-out = sys.argv.pop(1)
-atexit.register(lambda: open(out, "w").write(json.dumps(parsed)))
 sys.argv[0] = "cgguard"
 runpy.run_module("cgguard", run_name="__main__", alter_sys=True)
 """

@@ -12,7 +12,7 @@ import pytest
 from cgguard.static.driver.findings import SAFE
 from cgguard.static.driver.run import fix_source_text
 from cgguard.static.workflow.ruledocs import ProjectCase, RuleCase, all_rules
-from cgguard.static.driver.scan import check_source
+from cgguard.static.driver.check import check_source
 from tests.conftest import run_cgguard
 
 _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")

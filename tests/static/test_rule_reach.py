@@ -266,7 +266,7 @@ def _screen(code: str, returns_capture=lambda start, end: True) -> bool:
         return None
 
     chunks = sorted({enclosing(i) for i, line in enumerate(lines) if "capture_size" in line} - {None})
-    from cgguard.static.driver.scan import _SpanTrees
+    from cgguard.static.driver.screen import _SpanTrees
 
     return helperscreen.needs_full_parse(text, lines, chunks, enclosing, returns_capture, _SpanTrees(lines, "t.py"))
 
@@ -317,7 +317,7 @@ def test_screen_keeps_the_fast_path_otherwise():
 
 from cgguard.static.driver.findings import SAFE, UNSAFE  # noqa: E402
 from cgguard.static.driver.run import fix_source_text  # noqa: E402
-from cgguard.static.driver.scan import check_source  # noqa: E402
+from cgguard.static.driver.check import check_source  # noqa: E402
 from cgguard.static.workflow.ruledocs import get_rule  # noqa: E402
 
 
@@ -462,7 +462,7 @@ def test_may_return_capture_follows_parameter_defaults():
 
 # ---- a count stored in a dict that is splatted later -------------------------------
 
-from cgguard.static.driver.scan import check_source  # noqa: E402
+from cgguard.static.driver.check import check_source  # noqa: E402
 
 _SPLAT = textwrap.dedent(
     """\

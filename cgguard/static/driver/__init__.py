@@ -1,6 +1,10 @@
 """The driver: decides what the rules see and runs them fast.
 
-Byte prefilter, function cutting, parsing, parallel map over files, applying
-fixes safely (re-parse, atomic write). Entry points: :func:`scan.check_source`
-(one text) and :mod:`run` (paths).
+One file's text goes one way through its stages, each a module with one job, called
+in turn by :mod:`.check`: :mod:`.prefilter` (bytes) -> :mod:`.screen` (text and
+Python's tree: what libcst parses) -> :mod:`.parse` (libcst) -> :mod:`.analyse` (the
+rules) -> :mod:`.report` (findings) -> :mod:`.fixer` (fixes, re-parsed, written
+atomically). :mod:`.project` follows flows across a project's modules with the same
+stages; :mod:`.run` maps files over them (:mod:`.parallel`: one or two processes).
+Entry points: :func:`.check.check_source` (one text) and :mod:`.run` (paths).
 """

@@ -12,11 +12,13 @@ Exact in the direction that matters (it may send a file to the full parse that
 did not need it, never the other way): a helper flow needs
 
 1. a function holding a needle whose own ``return`` carries the capture size
-   (``returns_capture(start, end)``, which parses that one function), and
+   (Python's tree says "maybe"; the rules decide, after this screen: the screen's
+   plan names such functions in ``confirm`` and :mod:`.check` asks), and
 2. a use of its name inside a function whose text holds a block-count word, or
    inside a function that returns a value (a helper of a helper), and so on.
 
-Imports nothing heavy: callers pass the parse.
+Part of the screen stage (:mod:`.screen` calls it; it never calls back). Imports
+nothing heavy: callers pass Python's trees.
 """
 
 from __future__ import annotations
@@ -54,8 +56,10 @@ def needs_full_parse(
     enclosing_function: Callable[[int], Span | None],
     returns_capture: Callable[[int, int], bool],
     tree_of: Callable[[int, int], ast.AST | None],
-) -> bool:
-    """True when a helper's result may reach a block count (see the module doc).
+) -> bool | list[Span]:
+    """True when a helper's result may reach a block count (see the module doc); else the
+    helpers whose return the rules must read to know (``returns_capture`` is Python's
+    tree's cheap "maybe"; an empty list: none can).
 
     ``chunks`` are the functions holding a needle; ``enclosing_function(i)`` the span
     of the function around line index ``i`` (None at module or class level);
@@ -78,7 +82,7 @@ def needs_full_parse(
                 members.add(attr)
                 candidates.setdefault(attr, (start, end))
     if not candidates:
-        return False
+        return []
     starts = list(accumulate(map(len, lines), initial=0))
     functions: dict[Span, tuple[str | None, bool, bool]] = {}
 
@@ -146,12 +150,9 @@ def needs_full_parse(
             span = enclosing_function(i)
             if span is not None and member_may_sink(tree_of(*span), reaching & members):
                 return True
-    # Text first, then Python's tree (a cheap over-approximation), then the rules' own
-    # parse: does the helper's own return carry the capture size?
-    return any(
-        may_return_capture(tree_of(*candidates[n])) and returns_capture(*candidates[n])
-        for n in sorted(reaching)
-    )
+    # Text first, then Python's tree (a cheap over-approximation); the rules' own parse
+    # decides (the caller's ``confirm``): does the helper's own return carry the capture size?
+    return [candidates[n] for n in sorted(reaching) if may_return_capture(tree_of(*candidates[n])) and returns_capture(*candidates[n])]
 
 
 def may_return_capture(tree: ast.AST | None) -> bool:

@@ -14,7 +14,7 @@ without a capture-size needle (helper side) never builds the index; a file outsi
 any project never does either. The index (the project's Python files, their text,
 libcst's tree of the few that hold a helper) is built once per process.
 
-Read as little as the single-file path does (scan.py): bytes first (a module that
+Read as little as the single-file path does (:mod:`.check`): bytes first (a module that
 never spells a helper's name as a word is not read further), Python's tree as the
 screen (each file parsed once per run, cached), and libcst only for the functions
 that can hold a finding -- a helper's own function, and in an importer the
@@ -34,24 +34,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from cgguard.static.driver.prefilter import has_needle, might_match
-from cgguard.static.driver.scan import _WholeFile
+from cgguard.static.driver.projectroot import project_root
+from cgguard.static.driver import analyse, parse, report, screen
+from cgguard.static.driver.analyse import WholeFile
+from cgguard.static.driver.sourcetext import split_lines
 from cgguard.static.rules.model import mentions_sink_word
-from cgguard.static.rules.pytree import statements, walk
+from cgguard.static.rules.pytree import first_line, statements, statements_at, walk
 
-MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
-
-
-@lru_cache(maxsize=None)
-def project_root(folder: str) -> str | None:
-    """The nearest folder at or above ``folder`` (absolute) holding a project marker
-    (each folder looked at once per run, however many files sit below it)."""
-    if os.path.basename(folder) in ("site-packages", "dist-packages"):
-        return None  # an installed package is no project of the user's
-    if any(os.path.exists(os.path.join(folder, m)) for m in MARKERS):
-        return folder
-    parent = os.path.dirname(folder)
-    return None if parent == folder else project_root(parent)
 
 
 class Project:
@@ -186,15 +176,13 @@ class Project:
 
     def module(self, path: str, text: str):
         """libcst's module of ``text`` (a whole file or a function cut out of one), parsed
-        once per run; None where it does not parse. Call it inside :func:`scan.deep`."""
+        once per run; None where it does not parse. Call it inside :func:`.parse.deep`."""
         key = (os.path.abspath(path), text)
         cache = self.__dict__.setdefault("_cst", {})
         if key not in cache:
-            from cgguard.static.driver.scan import parse, validate
-
             try:
-                validate(text, path)
-                cache[key] = parse(text, path)
+                screen.validate(text, path)
+                cache[key] = parse.parse(text, path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 cache[key] = None  # its own check reports it
         return cache[key]
@@ -214,8 +202,6 @@ class Project:
             if span is not None:
                 first, last = span
                 chunk = "".join(text.splitlines(keepends=True)[first - 1 : last])
-                from cgguard.static.driver.scan import deep
-
                 def work():
                     module = self.module(key[0], chunk)
                     if module is None:
@@ -224,7 +210,7 @@ class Project:
 
                     return module, module_helpers(module).get(fname)
 
-                got = deep(work)
+                got = parse.deep(work)
                 if got is not None and got[1] is not None:
                     module, found = got
                     found.origin = key[0]  # the file it lives in
@@ -425,14 +411,12 @@ def _statement_end(text: str, i: int) -> int:
 def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]:
     """See :meth:`Project.top_functions`; ``whole_tree()`` gives Python's tree of the file
     (None where it does not parse)."""
-    from cgguard.static.driver import scan
-
-    lines = scan.split_lines(text)
+    lines = split_lines(text)
     starts = list(accumulate(map(len, lines), initial=0))
     found: dict[str, tuple[int, int, ast.AST]] = {}
     for m in _TOP_DEF.finditer(text):
         i = bisect_right(starts, m.start()) - 1
-        end = scan._block_end(lines, i)
+        end = screen._block_end(lines, i)
         chunk = "".join(lines[i:end])
         if not might_match(chunk):
             continue
@@ -557,10 +541,8 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
     cache = project.__dict__.setdefault("_analyses", {})
     if key in cache:
         return cache[key]
-    from cgguard.static.driver import scan
-
     tree = project.tree(path, text)
-    lines = scan.split_lines(text)
+    lines = split_lines(text)
     aliases = _ProjectAliases(project, path, text)
     spans = _cut(tree, text, lines, by_name, by_module) if tree is not None else None
 
@@ -573,7 +555,7 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
             pieces = []
             whole = _ClassesOf(text, lines, path, tree, aliases)
             for start, end in spans:
-                module = project.module(path, scan._parsable(lines, start, "".join(lines[start:end])))
+                module = project.module(path, screen.parsable(lines, start, "".join(lines[start:end])))
                 if module is None:
                     pieces = None  # a cut the function did not survive: the whole file, as before
                     break
@@ -583,9 +565,9 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
             module = project.module(path, text)
             pieces = [] if module is None else [(module, 0, None)]
         for module, offset, facts in pieces:
-            positions = scan._Positions(module, offset)
+            positions = parse.Positions(module, offset)
             hits, found = external_uses(
-                module, scan._class_facts_at(lines, positions, aliases), by_name, by_module, facts=facts
+                module, analyse.class_facts_at(lines, positions, aliases), by_name, by_module, facts=facts
             )
             groups.append((module, positions, hits))
             for sid, (uses, sunk) in found.items():
@@ -593,7 +575,7 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
                 counts[sid] = (u + uses, c + sunk)
         return groups, counts
 
-    cache[key] = scan.deep(work)
+    cache[key] = parse.deep(work)
     return cache[key]
 
 
@@ -602,8 +584,6 @@ def _cut(tree: ast.Module, text: str, lines: list[str], by_name, by_module) -> l
     spell an imported helper (``name(...)``, ``alias.name``); None to parse the whole
     file: a use outside any function, or a def of the file named like an imported
     helper (which would shadow it in the whole module's analysis)."""
-    from cgguard.static.driver import scan
-
     spelled = [re.escape(n) for n in by_name]
     spelled += [rf"{re.escape(a)}\s*\.\s*{re.escape(f)}" for a, funcs in by_module.items() for f in funcs]
     if not spelled:
@@ -617,10 +597,10 @@ def _cut(tree: ast.Module, text: str, lines: list[str], by_name, by_module) -> l
     cache: dict[int, list[int]] = {}
     for m in re.finditer(rf"(?<![\w.])(?:{'|'.join(spelled)})(?!\w)", text):
         lineno = bisect_right(starts, m.start())
-        chain = scan._statements_at(tree, lineno, cache)
+        chain = statements_at(tree, lineno, cache)
         func = next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         if func is not None:
-            first = scan._first_line(func)
+            first = first_line(func)
             chunks[first] = (first - 1, func.end_lineno)
         elif chain and _spells(chain[-1], by_name, by_module):
             return None  # a use at module or class level: the whole file
@@ -754,11 +734,10 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
             continue  # nothing imports it as a helper
         uses, counted = _uses(project, path, fname)
         if uses and uses == counted:
-            from cgguard.static.driver import scan
             from cgguard.static.rules.engine import return_hits
 
             module, offset = project.chunk_of(summary)
-            out += _as_findings(return_hits(summary), module, scan._Positions(module, offset), text, path)
+            out += _as_findings(return_hits(summary), module, parse.Positions(module, offset), text, path)
     return out
 
 
@@ -777,14 +756,13 @@ def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bo
 def _as_findings(hits, module, positions, text: str, path: str) -> list:
     if not hits:
         return []
-    from cgguard.static.driver import scan
     from cgguard.static.driver.sourcetext import SourceText
 
-    lines = scan.split_lines(text)
-    return scan.deep(lambda: scan._findings(hits, module, positions, SourceText(text, lines), path))
+    lines = split_lines(text)
+    return parse.deep(lambda: report.findings_of(hits, module, positions, SourceText(text, lines), path))
 
 
-class _ClassesOf(_WholeFile):
+class _ClassesOf(WholeFile):
     """The classes around cut functions (Python's tree of the whole file), their import
     aliases read through the project (:class:`_ProjectAliases`)."""
 

@@ -108,7 +108,8 @@ def _checker(path: str, finding_filter: FindingFilter | None):
 
 def _quiet_check(text: str, path: str) -> list[Finding]:
     # Imported here: a run whose files all pass the prefilter never loads the parser side.
-    from cgguard.static.driver.scan import check_source, might_match
+    from cgguard.static.driver.check import check_source
+    from cgguard.static.driver.prefilter import might_match
 
     if not might_match(text) and not _may_import_a_count(text):
         return []
@@ -147,7 +148,7 @@ def _importer_bytes(path: str, data: bytes) -> bool:
         return False
     import os
 
-    from cgguard.static.driver.project import project_root
+    from cgguard.static.driver.projectroot import project_root
 
     return project_root(os.path.dirname(os.path.abspath(path))) is not None
 

@@ -2,7 +2,7 @@
 
 One module read by both halves that must agree: the driver's screen (which decides,
 on text and Python's tree, what libcst parses: :mod:`cgguard.static.driver.prefilter`,
-:mod:`cgguard.static.driver.scan`, :mod:`cgguard.static.driver.helperscreen`) and the
+:mod:`cgguard.static.driver.screen`, :mod:`cgguard.static.driver.helperscreen`) and the
 analysis on libcst (:mod:`cgguard.static.rules.nodes`, :mod:`cgguard.static.rules.flow`).
 Keep it free of libcst (the screen imports it before anything is parsed) and of logic
 beyond matching names. Everything here comes from the field notes (section 3).

@@ -6,6 +6,7 @@ Imports nothing heavy: the driver's screen uses it before libcst is imported.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from typing import Iterator
 
 
@@ -56,3 +57,33 @@ def children(node: ast.AST) -> list[ast.AST]:
         elif isinstance(value, ast.AST):
             out.append(value)
     return out
+
+
+def statements_at(tree: ast.Module, lineno: int, cache: dict[int, list[int]]) -> list[ast.stmt]:
+    """The statements holding line ``lineno``, outermost first (bisection, block by block)."""
+    chain: list[ast.stmt] = []
+    block: list[ast.stmt] | None = tree.body
+    while block:
+        starts = cache.get(id(block))
+        if starts is None:
+            starts = cache[id(block)] = [first_line(stmt) for stmt in block]
+        i = bisect_right(starts, lineno) - 1
+        if i < 0 or block[i].end_lineno < lineno:
+            break
+        chain.append(block[i])
+        block = inner_block(block[i], lineno)
+    return chain
+
+def first_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return decorators[0].lineno if decorators else stmt.lineno
+
+def inner_block(stmt: ast.stmt, lineno: int) -> list[ast.stmt] | None:
+    """The statement list nested in ``stmt`` that holds line ``lineno``, if any."""
+    blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+    blocks += [h.body for h in getattr(stmt, "handlers", ())]
+    blocks += [c.body for c in getattr(stmt, "cases", ())]
+    for block in blocks:
+        if isinstance(block, list) and block and block[0].lineno <= lineno <= block[-1].end_lineno:
+            return block
+    return None

@@ -112,7 +112,7 @@ class Sources:
         return self._texts[path]
 
     def lines(self, path: str) -> list[str]:
-        from cgguard.static.driver.scan import split_lines
+        from cgguard.static.driver.sourcetext import split_lines
 
         text = self.text(path)
         return split_lines(text) if text is not None else []

@@ -73,7 +73,7 @@ def _suppressed_in_statement(lines: list[str], f: Finding) -> bool:
 
 
 def _physical_lines(text: str) -> list[str]:
-    from cgguard.static.driver.scan import split_lines  # the scanner's own line numbering
+    from cgguard.static.driver.sourcetext import split_lines  # the scanner's own line numbering
 
     return split_lines(text)
 
