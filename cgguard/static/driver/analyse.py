@@ -136,6 +136,7 @@ class Analysed:
     positions: Positions
     hits: list
     none_checked: dict[str, bool] | None = None
+    whole: "WholeFile | None" = None  # the file around a cut function (Python's tree of it, when read)
 
 
 def hits(plan: Plan, pieces: list[Piece], path: str) -> list[Analysed]:
@@ -161,8 +162,17 @@ def hits(plan: Plan, pieces: list[Piece], path: str) -> list[Analysed]:
             piece.module, whole.class_around(piece.start + 1), class_facts_at(plan.lines, positions, whole.aliases),
             helpers=False,
         )
-        out.append(Analysed(piece, positions, found, whole.none_checked))
+        out.append(Analysed(piece, positions, found, whole.none_checked, whole))
     return out
+
+
+def check_parses(analysed: list[Analysed]) -> None:
+    """A file with a finding in a cut function must parse whole, as the whole plan would
+    have it (Python's tree of the file: read once, maybe already for a class's facts)."""
+    for a in analysed:
+        if a.whole is not None:
+            a.whole.check_parses()
+            return
 
 
 def returns_capture(piece: Piece) -> bool:

@@ -48,12 +48,12 @@ def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     if plan.mode == screen.NOTHING or (plan.mode == screen.FUNCTIONS and not plan.spans):
         return []
 
-    def work() -> list[Finding]:
+    def work() -> tuple[list[analyse.Analysed], list[Finding]]:
         pieces = parse.pieces(plan, path)
         analysed = analyse.hits(plan, pieces, path)
-        return report.findings(analysed, plan.text, plan.lines, path)
+        return analysed, report.findings(analysed, plan.text, plan.lines, path)
 
-    found = parse.deep(work)
-    if found and plan.tree is None:
-        screen.validate(text, path)  # the full path would parse the whole file: a finding needs it to
+    analysed, found = parse.deep(work)
+    if found:
+        analyse.check_parses(analysed)  # the full path would parse the whole file: a finding needs it to
     return found
