@@ -369,6 +369,53 @@ def cgguard_command() -> list[str]:
     return [str(script)]
 
 
+def check_baseline(folder: Path) -> Path:
+    """An older cgguard checkout to time beside this one: its package must import from there."""
+    folder = folder.resolve()
+    if not (folder / "cgguard" / "cli.py").is_file():
+        raise BenchError(f"{folder}: --baseline needs a cgguard checkout (no cgguard/cli.py there)")
+    import compileall
+
+    if not compileall.compile_dir(str(folder / "cgguard"), quiet=1):
+        raise BenchError(f"{folder}: cannot write the bytecode of the baseline's cgguard package")
+    return folder
+
+
+def baseline_label(folder: Path) -> str:
+    """The baseline's commit, as git names it (or its folder)."""
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return folder.name
+    return out.stdout.strip() or folder.name
+
+
+def baseline_rows(c: Corpora, folder: Path, work: Path) -> list[Row]:
+    """The same cgguard rows for an older checkout, run from its folder (``python -m cgguard``
+    imports that checkout's package first), in the same rounds as this one's."""
+    rev = baseline_label(folder)
+    cmd = [sys.executable, "-m", "cgguard"]
+    fix_dir = work / "fix-baseline"
+    fix_target = fix_dir / c.runner.name
+
+    def fresh_copy() -> None:
+        fix_dir.mkdir(exist_ok=True)
+        shutil.copyfile(c.runner, fix_target)
+
+    env = _jobs_env(None)
+    return [
+        Row("cb_tree", f"cgguard {rev} (baseline) check, whole tree", "tree", [*cmd, "check", str(c.buggy)],
+            count_cgguard, files_cgguard, cwd=folder, env=env),
+        Row("cb_runner", f"cgguard {rev} (baseline) check, runner file", "runner", [*cmd, "check", str(c.runner)],
+            count_cgguard, files_cgguard, cwd=folder, env=env),
+        Row("cb_fix", f"cgguard {rev} (baseline) fix, runner file (fresh copy)", "runner",
+            [*cmd, "fix", str(fix_target)], count_fixed, files_cgguard, cwd=folder, env=env, prepare=fresh_copy),
+        Row("cb_noparse", f"cgguard {rev} (baseline) check, {c.noparse_files} files with nothing to parse",
+            "noparse", [*cmd, "check", str(c.noparse)], count_cgguard, files_cgguard, cwd=folder, env=env),
+    ]
+
+
 def compile_cgguard() -> None:
     """Write the bytecode of the cgguard package being measured, as installing it from a
     wheel does. An editable install run with PYTHONDONTWRITEBYTECODE set (as on these
@@ -447,7 +494,8 @@ class Row:
     def tool(self) -> str:
         """The tool's name as the tables show it."""
         return {"cg": "cgguard", "sg": "semgrep", "fx": "Fixit", "grep": "grep", "py": "python",
-                "fc": "Fixit (cgguard rule)", "cm": "codemod (cgguard)"}[self.key.split("_")[0]]
+                "fc": "Fixit (cgguard rule)", "cm": "codemod (cgguard)",
+                "cb": "cgguard (baseline)"}[self.key.split("_")[0]]
 
     @property
     def median(self) -> float | None:
@@ -578,7 +626,9 @@ def default_vs_one_job_rows(c: Corpora, cg: list[str], busy: bool) -> list[Row]:
     return rows
 
 
-def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree: bool, busy: bool) -> list[Row]:
+def build_rows(
+    c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree: bool, busy: bool, baseline: Path | None = None
+) -> list[Row]:
     cg = cgguard_command()
     venv_bin = tools_venv(work) / "bin"
     semgrep = [
@@ -654,6 +704,8 @@ def build_rows(c: Corpora, tools: set[str], work: Path, quick: bool, fixit_tree:
         rows.append(Row("cg_noparse", f"cgguard check, {c.noparse_files} files with nothing to parse", "noparse",
                         [*cg, "check", str(c.noparse)], count_cgguard, files_cgguard,
                         target=f"≤ {TARGET_NOPARSE_S * 1000:.0f} ms"))
+    if baseline is not None:
+        rows += baseline_rows(c, baseline, work)
     # The floor under every cgguard row: the interpreter's start-up, and the import of
     # the parser any run that parses something pays.
     rows.append(Row("py_pass", "python -c pass (interpreter start-up)", "noparse",
@@ -876,7 +928,7 @@ def check_rule_cases(rows: list[Row], work: Path) -> str:
         expected[name] = kind
     per_tool: dict[str, dict[str, int]] = {}
     for row in rows:
-        if row.group != "runner" or row.key in ("cg_fix", "cm_fix"):
+        if row.group != "runner" or row.key in ("cg_fix", "cm_fix") or row.key.startswith("cb_"):
             continue
         tool = row.tool
         if tool == "grep":
@@ -1020,6 +1072,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="1 round, no warm-up, no tree-wide semgrep")
     p.add_argument("--fixit-tree", action="store_true", help="also run Fixit over the whole tree, once")
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="an older cgguard checkout (git worktree add DIR REV) timed beside this one in the same "
+                        "rounds: whole tree, runner check and fix, files with nothing to parse")
     p.add_argument("--busy", action=argparse.BooleanOptionalAction, default=None,
                    help="also time cgguard on each tree, by default and with CGGUARD_JOBS=1, while another "
                         "process keeps one core busy (default: on, off with --quick)")
@@ -1046,7 +1101,8 @@ def main(argv: list[str] | None = None) -> int:
         c = build_corpora(corpus.resolve(), work, args.runner)
         ensure_tools(work, args.tools)
         compile_cgguard()
-        rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree, args.busy)
+        baseline = check_baseline(args.baseline) if args.baseline is not None else None
+        rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree, args.busy, baseline)
         run_rows(rows, args.repeat, warmup=not args.quick)
         clean = count_clean_tree(rows, c)
         table, met = report(rows, c, args.tools, work, args.repeat, clean)

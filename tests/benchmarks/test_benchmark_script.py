@@ -257,3 +257,27 @@ def test_runner_without_the_formula_is_one_clear_error(small_corpus: Path, tmp_p
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     # Nothing half-built is taken for a finished corpus next time.
     assert not (tmp_path / "work" / "corpus.stamp").exists()
+
+
+def test_a_baseline_checkout_is_timed_beside_this_one(small_corpus: Path, tmp_path: Path) -> None:
+    # The repository itself stands in for an older checkout: same rows, same findings.
+    proc = _run("--tools", "cgguard", "--quick", "--no-busy", "--corpus", str(small_corpus),
+                "--work", str(tmp_path / "work"), "--baseline", str(REPO))
+    assert proc.returncode == 0, proc.stderr
+    rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    base = f"cgguard {rev} (baseline)"
+    assert _table_row(proc.stdout, f"{base} check, whole tree")[4:6] == ["1", "4"]
+    assert _table_row(proc.stdout, f"{base} check, runner file")[4] == "1"
+    assert _table_row(proc.stdout, f"{base} fix, runner file")[4] == "1"  # one fix applied, to its own copy
+    files = re.search(r"\| cgguard check, (\d+) files with nothing to parse", proc.stdout).group(1)
+    assert _table_row(proc.stdout, f"{base} check, {files} files with nothing to parse")[4:6] == ["0", files]
+
+
+def test_a_baseline_that_is_no_checkout_is_one_clear_error(small_corpus: Path, tmp_path: Path) -> None:
+    proc = _run("--tools", "cgguard", "--quick", "--corpus", str(small_corpus), "--work", str(tmp_path / "work"),
+                "--baseline", str(tmp_path))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == f"benchmarks/run.py: error: {tmp_path}: --baseline needs a cgguard checkout (no cgguard/cli.py there)"
+    assert "Traceback" not in proc.stderr
