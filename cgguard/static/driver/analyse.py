@@ -55,9 +55,10 @@ class WholeFile:
     are kept here so that many findings in one file cost linear time.
     """
 
-    def __init__(self, text: str, lines: list[str], path: str, tree: ast.Module | None = None):
+    def __init__(self, text: str, lines: list[str], path: str, tree: ast.Module | None = None, aliases=None):
         self.text, self.lines, self.path = text, lines, path
         self._tree = tree
+        self._read_aliases = aliases  # a reader of the file's aliases (the project's: bases across modules)
         self._starts: dict[int, list[int]] = {}
         self._facts: dict[int, object] = {}
         self.none_checked: dict[str, bool] = {}
@@ -68,6 +69,8 @@ class WholeFile:
             self._tree = ast.parse(self.text, filename=self.path)
 
     def aliases(self) -> dict[str, str]:
+        if self._read_aliases is not None:
+            return self._read_aliases()
         from cgguard.static.rules.reach import import_aliases
 
         self.check_parses()

@@ -21,7 +21,7 @@ that holds a capture size whole).
 
 from __future__ import annotations
 
-from cgguard.static.driver import analyse, parse, report, screen
+from cgguard.static.driver import screen
 from cgguard.static.driver.findings import Finding
 
 
@@ -43,12 +43,16 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
 def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     """The findings of flows within ``path``'s own text."""
     plan = screen.plan(text, path, fast=fast)
+    if plan.mode == screen.NOTHING:
+        return []  # most files: the later stages are not even imported
+    from cgguard.static.driver import analyse, parse, report
+
     if plan.confirm and parse.deep(lambda: any(analyse.returns_capture(parse.cut(plan, s, e, path)) for s, e in plan.confirm)):
         plan = plan.whole(path)  # a helper's return carries the capture size: the rules need every caller
-    if plan.mode == screen.NOTHING or (plan.mode == screen.FUNCTIONS and not plan.spans):
+    if plan.mode == screen.FUNCTIONS and not plan.spans:
         return []
 
-    def work() -> tuple[list[analyse.Analysed], list[Finding]]:
+    def work() -> tuple[list, list[Finding]]:
         pieces = parse.pieces(plan, path)
         analysed = analyse.hits(plan, pieces, path)
         return analysed, report.findings(analysed, plan.text, plan.lines, path)

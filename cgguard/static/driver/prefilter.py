@@ -24,12 +24,13 @@ def nothing_to_check(data: bytes) -> bool:
     NUL byte, no coding cookie to validate, and no capture-size substring. They
     are neither decoded nor parsed.
     """
-    return (
-        not has_needle(data)
-        and data.isascii()
-        and b"\0" not in data
-        and b"coding" not in data[:2048]
-    )
+    return not has_needle(data) and plain_bytes(data)
+
+
+def plain_bytes(data: bytes) -> bool:
+    """Bytes with no decoding problem to report: plain ASCII (valid in every encoding
+    Python accepts), no NUL byte, no coding cookie to validate."""
+    return data.isascii() and b"\0" not in data and b"coding" not in data[:2048]
 
 
 def might_match(text: str) -> bool:

@@ -35,8 +35,6 @@ from pathlib import Path
 
 from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.projectroot import project_root
-from cgguard.static.driver import analyse, parse, report, screen
-from cgguard.static.driver.analyse import WholeFile
 from cgguard.static.driver.sourcetext import split_lines
 from cgguard.static.rules.model import mentions_sink_word
 from cgguard.static.rules.pytree import first_line, statements, statements_at, walk
@@ -177,6 +175,8 @@ class Project:
     def module(self, path: str, text: str):
         """libcst's module of ``text`` (a whole file or a function cut out of one), parsed
         once per run; None where it does not parse. Call it inside :func:`.parse.deep`."""
+        from cgguard.static.driver import parse, screen
+
         key = (os.path.abspath(path), text)
         cache = self.__dict__.setdefault("_cst", {})
         if key not in cache:
@@ -192,6 +192,8 @@ class Project:
         """The summary of one top-level function of ``path`` (libcst parses that function
         alone), or None when its return carries no count. ``chunk_of(summary)`` gives
         the libcst module it was read from and that module's line offset in the file."""
+        from cgguard.static.driver import parse
+
         text = self.text(path) if text is None else text
         key = (os.path.abspath(path), fname, text)
         cache = self.__dict__.setdefault("_function_helpers", {})
@@ -411,6 +413,8 @@ def _statement_end(text: str, i: int) -> int:
 def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]:
     """See :meth:`Project.top_functions`; ``whole_tree()`` gives Python's tree of the file
     (None where it does not parse)."""
+    from cgguard.static.driver import screen
+
     lines = split_lines(text)
     starts = list(accumulate(map(len, lines), initial=0))
     found: dict[str, tuple[int, int, ast.AST]] = {}
@@ -537,6 +541,8 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
     ([(libcst module, its positions, hits)], per summary id (uses, uses that became a
     block count)). libcst parses only the outermost functions that spell a helper
     (:func:`_cut`), or the whole file where a use lies outside any function."""
+    from cgguard.static.driver import analyse, parse, screen
+
     key = (os.path.abspath(path), text)
     cache = project.__dict__.setdefault("_analyses", {})
     if key in cache:
@@ -553,7 +559,7 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
         pieces = None
         if spans is not None:
             pieces = []
-            whole = _ClassesOf(text, lines, path, tree, aliases)
+            whole = analyse.WholeFile(text, lines, path, tree, aliases=aliases)
             for start, end in spans:
                 module = project.module(path, screen.parsable(lines, start, "".join(lines[start:end])))
                 if module is None:
@@ -719,6 +725,8 @@ def _internal_uses(project: Project, owner_path: str, fname: str) -> bool:
 
 
 def _helper_findings(project: Project, text: str, path: str) -> list:
+    from cgguard.static.driver import parse
+
     me = os.path.abspath(path)
     out = []
     for fname in sorted(project.returning(path, text)):
@@ -754,24 +762,14 @@ def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bo
 
 
 def _as_findings(hits, module, positions, text: str, path: str) -> list:
+    from cgguard.static.driver import parse, report
+
     if not hits:
         return []
     from cgguard.static.driver.sourcetext import SourceText
 
     lines = split_lines(text)
     return parse.deep(lambda: report.findings_of(hits, module, positions, SourceText(text, lines), path))
-
-
-class _ClassesOf(WholeFile):
-    """The classes around cut functions (Python's tree of the whole file), their import
-    aliases read through the project (:class:`_ProjectAliases`)."""
-
-    def __init__(self, text, lines, path, tree, aliases):
-        super().__init__(text, lines, path, tree)
-        self._project_aliases = aliases
-
-    def aliases(self) -> dict[str, str]:
-        return self._project_aliases()
 
 
 class _ProjectAliases:

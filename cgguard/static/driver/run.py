@@ -14,7 +14,7 @@ from cgguard.static.driver import sourcefile
 from cgguard.static.workflow.discovery import Skip, discover
 from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
-from cgguard.static.driver.prefilter import has_needle, nothing_to_check
+from cgguard.static.driver.prefilter import has_needle, might_match, plain_bytes
 
 from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
 
@@ -165,12 +165,13 @@ def screen_file(path: str) -> FileResult | str:
     tree), else its decoded text, which holds a capture size and must be checked."""
     try:
         data = sourcefile.read_bytes(path)
-        if nothing_to_check(data) and not _importer_bytes(path, data):
+        wanted = has_needle(data) or _importer_bytes(path, data)
+        if not wanted and plain_bytes(data):
             return FileResult(path)
         source = sourcefile.decode(data)  # decoding problems are reported for every file
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if not has_needle(data) and not _importer_bytes(path, data):
+    if not wanted:
         return FileResult(path)  # decodes fine, but nothing a rule looks at
     return source.text
 
@@ -296,7 +297,12 @@ def check_paths(
         if error:
             return _not_checked(path, error)
         screened = _guarded(path, screen_file)
-        return screened if isinstance(screened, FileResult) else Later(screened, len(screened))
+        if isinstance(screened, FileResult):
+            return screened
+        # A file without a capture size is only asked what it imports: about an eighth
+        # of the work per character of one whose functions are cut and parsed (vLLM's
+        # 715 such files: 0.2 s of CPU for 11 MB, against 0.14 s per MB).
+        return Later(screened, len(screened) if might_match(screened) else len(screened) // 8)
 
     def work(item: tuple[str, FileError | None], text: str) -> FileResult:
         return _guarded(item[0], lambda p: check_text(text, p, finding_filter))

@@ -178,6 +178,8 @@ def _known_codes() -> tuple[str, ...]:
 
 def _codes(value: object, where: str) -> tuple[str, ...]:
     items = _strings(value, where)
+    if not items:
+        return items  # nothing to validate: the rule pages are not read
     known = _known_codes()
     for code in items:
         # A full code, or a prefix of one ("CGG", "CGG00") like ruff's selectors.
