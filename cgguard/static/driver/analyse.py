@@ -142,12 +142,14 @@ class Analysed:
     whole: "WholeFile | None" = None  # the file around a cut function (Python's tree of it, when read)
 
 
-def hits(plan: Plan, pieces: list[Piece], path: str) -> list[Analysed]:
+def hits(plan: Plan, pieces: list[Piece], path: str, imported=None) -> list[Analysed]:
     """The rules' hits in each piece of ``plan`` (call it inside :func:`.parse.deep`).
 
     A whole file: every scope, helpers followed to their callers. Functions cut out
     of a file: each alone (its callers are not in view: the screen sent any file
     where that matters whole), its class's facts read from Python's tree of the file.
+    ``imported``: what calls of functions imported from the project's other modules hand
+    through to their result (:func:`.project.imported_params`).
     """
     from cgguard.static.rules.engine import scope_hits
 
@@ -156,14 +158,17 @@ def hits(plan: Plan, pieces: list[Piece], path: str) -> list[Analysed]:
         (piece,) = pieces
         positions = Positions(piece.module, 0)
         aliases = Aliases(plan.text, path, plan.tree)
-        found = scope_hits(piece.module, None, class_facts_at(plan.lines, positions, aliases)) if plan.needles else []
+        found = (
+            scope_hits(piece.module, None, class_facts_at(plan.lines, positions, aliases), imported=imported)
+            if plan.needles else []
+        )
         return [Analysed(piece, positions, found)]
     whole = WholeFile(plan.text, plan.lines, path, plan.tree)
     for piece in pieces:
         positions = Positions(piece.module, piece.offset)
         found = scope_hits(
             piece.module, whole.class_around(piece.start + 1), class_facts_at(plan.lines, positions, whole.aliases),
-            helpers=False,
+            helpers=False, imported=imported,
         )
         out.append(Analysed(piece, positions, found, whole.none_checked, whole))
     return out

@@ -52,9 +52,13 @@ def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     if plan.mode == screen.FUNCTIONS and not plan.spans:
         return []
 
+    from cgguard.static.driver import project
+
+    imported = project.imported_params(text, path)  # helpers of other modules, read when a call asks
+
     def work() -> tuple[list, list[Finding]]:
         pieces = parse.pieces(plan, path)
-        analysed = analyse.hits(plan, pieces, path)
+        analysed = analyse.hits(plan, pieces, path, imported)
         return analysed, report.findings(analysed, plan.text, plan.lines, path)
 
     analysed, found = parse.deep(work)

@@ -220,6 +220,31 @@ class Project:
             cache[key] = found
         return cache[key]
 
+    def param_helper(self, path: str, fname: str):
+        """libcst's node of the top-level function ``fname`` of ``path``, parsed alone, when
+        Python's tree says a parameter of it may reach its return (else None): what a call
+        of it imported by another module may hand through (:class:`ImportedParams`).
+        Call it inside :func:`.parse.deep`."""
+        key = (os.path.abspath(path), fname)
+        cache = self.__dict__.setdefault("_param_helpers", {})
+        if key not in cache:
+            cache[key] = None
+            text = self.text(key[0])
+            if text and self.defines(key[0], [fname]):
+                from cgguard.static.driver.helperscreen import returns_a_parameter
+
+                found = _top_function(text, fname, lambda: self.tree(key[0], text))
+                if found is not None and returns_a_parameter(found[2], set()):
+                    first, last, _ = found
+                    chunk = "".join(split_lines(text)[first - 1 : last])
+                    module = self.module(key[0], chunk)
+                    body = module.body if module is not None else []
+                    import libcst as cst
+
+                    if body and isinstance(body[0], cst.FunctionDef) and body[0].name.value == fname:
+                        cache[key] = body[0]
+        return cache[key]
+
     def chunk_of(self, summary) -> tuple[object, int]:
         """(libcst module, line offset) a summary of :meth:`function_helper` was read from."""
         return self.__dict__["_chunks"][id(summary)]
@@ -437,6 +462,73 @@ def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]
             return _top_functions_of(whole_tree(), lines)  # a decorator over several lines
         found.setdefault(node.name, (first + 1, end, node))
     return found
+
+
+def _top_function(text: str, fname: str, whole_tree) -> tuple[int, int, ast.AST] | None:
+    """(first line with decorators, last line, Python's tree) of the top-level function
+    ``fname``, cut out by indentation (Python's tree of the whole file where the cut does
+    not parse); None where the file defines no such function."""
+    from cgguard.static.driver import screen
+
+    lines = split_lines(text)
+    starts = list(accumulate(map(len, lines), initial=0))
+    for m in re.finditer(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(fname)}\b", text, re.MULTILINE):
+        i = bisect_right(starts, m.start()) - 1
+        end = screen._block_end(lines, i)
+        try:
+            node = ast.parse("".join(lines[i:end])).body[0]
+        except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
+            node = None
+        first = i
+        while first and lines[first - 1].startswith("@"):
+            first -= 1
+        if (
+            not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or node.end_lineno != end - i
+            or (first and lines[first - 1].startswith((")", "]", "}")))
+        ):
+            break  # a def in a string, a cut that failed, a decorator over several lines
+        return first + 1, end, node
+    else:
+        return None
+    for node in (whole_tree() or ast.Module(body=[], type_ignores=[])).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            return first, node.end_lineno, node
+    return None
+
+
+def imported_params(text: str, path: str):
+    """What calls in ``path`` of functions imported from the project's other modules hand
+    through from an argument to their result (:class:`~cgguard.static.rules.paramflow.ImportedParams`),
+    or None outside a project or without such imports. Read on first call only."""
+    if "import" not in text or not os.path.isfile(path):
+        return None
+    project = project_for(path)
+    if project is None:
+        return None
+    me = os.path.abspath(path)
+    defined = set(re.findall(r"\bdef[ \t]+(\w+)", text))  # the file's own functions come first
+    tables: list = []
+
+    def lookup(call):
+        import libcst as cst
+
+        if not tables:
+            tables.append(project.imports(me, text))
+        names, modules = tables[0]
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in names and func.value not in defined:
+            target, fname = names[func.value]
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in modules:
+            target, fname = modules[func.value.value], func.attr.value
+        else:
+            return None
+        return None if target == me else project.param_helper(target, fname)
+
+    from cgguard.static.rules.paramflow import ImportedParams
+
+    return ImportedParams(lookup)
 
 
 def _top_functions_of(tree: ast.Module | None, lines: list[str]) -> dict[str, tuple[int, int, ast.AST]]:

@@ -24,18 +24,25 @@ if TYPE_CHECKING:
 
 RULES: tuple[Rule, ...] = (CGG001(), CGG002())
 
+# What a call hands through to its result: (callee name, [(argument, its summary)]) or None.
+Passing = Callable[[cst.Call], "tuple[str, list] | None"]
+
 # How a front end learns what a class offers as a request count (read lazily).
 ClassFactsFor = Callable[[cst.ClassDef], ClassFacts]
 
 
 def scope_hits(
-    tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor, *, helpers: bool = True
+    tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor, *, helpers: bool = True,
+    imported: "Passing | None" = None,
 ) -> list[Hit]:
     """Run the flow over every scope in ``tree``; methods get their class's facts.
 
     With ``helpers`` (a whole module), counts returned by the module's functions and
     methods are followed to their callers (:mod:`cgguard.static.rules.helperflow`);
-    a chunk of a file cannot see every caller, so its driver passes False.
+    a chunk of a file cannot see every caller, so its driver passes False. ``imported``:
+    what calls of functions imported from the project's other modules hand through
+    (:class:`cgguard.static.rules.paramflow.ImportedParams`); the module's own functions
+    come first.
     """
 
     # Arguments handed through a function of the module to its return (per-parameter
@@ -47,7 +54,7 @@ def scope_hits(
         params = ParamFlows(tree)
 
     def run(helper_for: HelperFor | None) -> Flows:
-        return _scope_flows(tree, facts, class_facts, helper_for, params)
+        return _scope_flows(tree, facts, class_facts, helper_for, params, imported)
 
     flows = run(None)
     if helpers and isinstance(tree, cst.Module) and any(flow.returns or flow.stored for flow, _ in flows):
@@ -67,8 +74,15 @@ def _scope_flows(
     class_facts: ClassFactsFor,
     helper_for: HelperFor | None,
     params: "ParamFlows | None" = None,
+    imported: "Passing | None" = None,
 ) -> Flows:
     flows: Flows = []
+
+    def passing(cls: cst.ClassDef | None) -> "Passing | None":
+        local = params.for_class(cls) if params else None
+        if imported is None or local is None:
+            return local or imported
+        return lambda call: local(call) or imported(call)
 
     def visit(node: cst.CSTNode, facts: ClassFacts | None, cls: cst.ClassDef | None) -> None:
         if isinstance(node, cst.FunctionDef):
@@ -82,18 +96,18 @@ def _scope_flows(
             }
             flow = ScopeFlow(
                 facts, names, defaults, helper_for(cls) if helper_for else None,
-                passing=params.for_class(cls) if params else None,
+                passing=passing(cls),
             )
             flow.run(_body(node.body))
             flows.append((flow, node))
         elif isinstance(node, cst.ClassDef):
             facts = class_facts(node)
             cls = node
-            flow = ScopeFlow(None, [], function=False, passing=params.for_class(None) if params else None)
+            flow = ScopeFlow(None, [], function=False, passing=passing(None))
             flow.run(_body(node.body))
             flows.append((flow, None))
         elif isinstance(node, cst.Module):
-            flow = ScopeFlow(None, [], function=False, passing=params.for_class(None) if params else None)
+            flow = ScopeFlow(None, [], function=False, passing=passing(None))
             flow.run(node.body)
             flows.append((flow, None))
         for child in _scope_children(node):

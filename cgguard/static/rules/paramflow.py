@@ -86,6 +86,31 @@ class ParamFlows:
         return out
 
 
+class ImportedParams:
+    """What calls of functions imported from the project's other modules hand through.
+
+    ``lookup(call)`` gives the called function's libcst node, parsed alone from its own
+    module, or None (not imported from the project, or no parameter of it can reach
+    its return). Its summaries are made as for the module's own functions, on that
+    function alone (a call it makes to another function hands nothing through).
+    """
+
+    def __init__(self, lookup: Callable[[cst.Call], "cst.FunctionDef | None"]):
+        self.lookup = lookup
+        self._flows: dict[int, ParamFlows] = {}
+
+    def __call__(self, call: cst.Call):
+        func = self.lookup(call)
+        if func is None:
+            return None
+        flows = self._flows.get(id(func))
+        if flows is None:
+            flows = self._flows[id(func)] = ParamFlows(cst.Module(body=[func]))
+        owner = reach.Owner(func, None)
+        params = [(arg, flows._lazy(owner, name)) for name, arg in arguments(call, owner, None)]
+        return (owner.name, params) if params else None
+
+
 def arguments(call: cst.Call, owner: reach.Owner, cls: cst.ClassDef | None):
     """(parameter, argument) for each argument of ``call`` bound to a named parameter of
     ``owner``'s function, positional (after ``self``/``cls`` where the call binds them)
