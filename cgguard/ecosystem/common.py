@@ -47,7 +47,14 @@ def module_reports(
 
         return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
 
-    hits = scope_hits(module, None, class_facts)
+    # Flows across the project's modules, as `cgguard check` follows them: arguments handed
+    # through a helper imported from another module, and counts returned by one.
+    from cgguard.static.driver import project
+
+    imported = project.imported_params(text, path) if path is not None else None
+    hits = scope_hits(module, None, class_facts, imported=imported)
+    if path is not None:
+        hits += project.module_hits(module, text, path)
     if not hits:
         return [], settings
     ctx = Context(module, text, lines, position)

@@ -166,3 +166,31 @@ def test_fixit_test_runs_the_rules_own_cases(tmp_path: Path) -> None:
     cases = sum(len(rule.cases()) for rule in all_rules())
     assert ran and int(ran.group(1)) == cases, result.stderr[-2000:]
     assert {m for m in re.findall(r"fixit\.testing\.(\w+)\.test_", result.stderr)} == {"CGG001", "CGG002"}
+
+
+# ---- project cases: flows across modules, through every front end --------------------
+
+_PROJECT_CASES = [case for rule in all_rules() for case in rule.project_cases()]
+
+
+@pytest.mark.parametrize("case", _PROJECT_CASES, ids=lambda c: f"{c.kind}/{c.name}")
+def test_project_cases_agree_across_front_ends(case, tmp_path: Path) -> None:
+    """A helper in another module of the project (its return, or a parameter it hands to
+    its return): Fixit reports what `cgguard check` reports, at the same places with the
+    same messages, and Fixit's fix and the codemod write what `cgguard fix` writes."""
+    from tests.ecosystem.tools import codemod, fixit_fix
+
+    original = case.write(tmp_path / "original")
+    expected = cgguard_findings(original, "--isolated")
+    assert bool(expected) == (case.kind == "flagged"), expected
+    assert fixit_findings(original) == expected
+
+    fixed = tmp_path / "cgguard"
+    shutil.copytree(original, fixed)
+    result = run_cgguard("fix", "--isolated", ".", cwd=fixed)
+    assert result.returncode in (0, 1), result.stderr
+    for tool, run in (("fixit", fixit_fix), ("codemod", codemod)):
+        work = tmp_path / tool
+        shutil.copytree(original, work)
+        run(work)
+        assert files(work) == files(fixed), tool

@@ -547,8 +547,7 @@ def _top_functions_of(tree: ast.Module | None, lines: list[str]) -> dict[str, tu
 
 def findings(text: str, path: str) -> list:
     """Findings in ``path`` (its ``text``) that come from flows across the project's modules."""
-    as_importer = "import" in text and mentions_sink_word(text)
-    as_helper = might_match(text) and "return" in text and bool(_returning_functions_cheap(text))
+    as_importer, as_helper = _roles(text)
     if not (as_importer or as_helper) or not os.path.isfile(path):
         return []
     project = project_for(path)
@@ -560,6 +559,14 @@ def findings(text: str, path: str) -> list:
     if as_helper:
         out += _helper_findings(project, text, path)
     return out
+
+
+def _roles(text: str) -> tuple[bool, bool]:
+    """Can ``text`` take a count from a helper it imports, or hold a helper another module
+    imports? On its text alone (the sink words; a capture size, ``return`` and a top-level def)."""
+    as_importer = "import" in text and mentions_sink_word(text)
+    as_helper = might_match(text) and "return" in text and bool(_returning_functions_cheap(text))
+    return as_importer, as_helper
 
 
 def _returning_functions_cheap(text: str) -> bool:
@@ -790,25 +797,32 @@ _TOP_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 
 
 def _importer_findings(project: Project, text: str, path: str) -> list:
-    if not _imports_a_helper(project, text, path):
-        return []
-    by_name, by_module = _external(project, path, text)
+    by_name, by_module = _imported_helpers(project, text, path)
     if not by_name and not by_module:
         return []
     groups, _ = _analysis(project, path, text, by_name, by_module)
     out = []
     for module, positions, hits in groups:
-        kept = []
-        for hit in hits:
-            owner_path, fname = _key_of(project, hit.helper)
-            if _internal_uses(project, owner_path, fname):
-                kept.append(hit)  # used in its own module too: the finding stays at the use
-                continue
-            uses, counted = _uses(project, owner_path, fname)
-            if not (uses and uses == counted):
-                kept.append(hit)  # used otherwise too: the finding stays at the use
-        out += _as_findings(kept, module, positions, text, path)
+        out += _as_findings([h for h in hits if _stays_at_use(project, h)], module, positions, text, path)
     return out
+
+
+def _imported_helpers(project: Project, text: str, path: str):
+    """Summaries of the project helpers ``path`` imports (by name, by module alias), each
+    read alone from its own module; empty where its imports name none (bytes first)."""
+    if not _imports_a_helper(project, text, path):
+        return {}, {}
+    return _external(project, path, text)
+
+
+def _stays_at_use(project: Project, hit) -> bool:
+    """A count that came through an imported helper is reported at the use unless every
+    use of that helper in the project is a block count (then at its return, in its module)."""
+    owner_path, fname = _key_of(project, hit.helper)
+    if _internal_uses(project, owner_path, fname):
+        return True  # used in its own module too: the finding stays at the use
+    uses, counted = _uses(project, owner_path, fname)
+    return not (uses and uses == counted)  # used otherwise too: the finding stays at the use
 
 
 def _internal_uses(project: Project, owner_path: str, fname: str) -> bool:
@@ -816,11 +830,11 @@ def _internal_uses(project: Project, owner_path: str, fname: str) -> bool:
     return text.count(fname) > 1  # more than its def: a use in its own module
 
 
-def _helper_findings(project: Project, text: str, path: str) -> list:
-    from cgguard.static.driver import parse
-
+def _helpers_reported_here(project: Project, text: str, path: str):
+    """``path``'s top-level helpers whose finding sits at their own return: other modules
+    of the project import them, and every use of them there is a block count. Yields
+    (name, the rules' summary of that function read alone)."""
     me = os.path.abspath(path)
-    out = []
     for fname in sorted(project.returning(path, text)):
         if text.count(fname) > 1:
             continue  # used in its own module: the module's own analysis places it
@@ -834,11 +848,53 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
             continue  # nothing imports it as a helper
         uses, counted = _uses(project, path, fname)
         if uses and uses == counted:
-            from cgguard.static.rules.engine import return_hits
+            yield fname, summary
 
-            module, offset = project.chunk_of(summary)
-            out += _as_findings(return_hits(summary), module, parse.Positions(module, offset), text, path)
+
+def _helper_findings(project: Project, text: str, path: str) -> list:
+    from cgguard.static.driver import parse
+    from cgguard.static.rules.engine import return_hits
+
+    out = []
+    for _, summary in _helpers_reported_here(project, text, path):
+        module, offset = project.chunk_of(summary)
+        out += _as_findings(return_hits(summary), module, parse.Positions(module, offset), text, path)
     return out
+
+
+def module_hits(module, text: str, path: str) -> list:
+    """The hits of flows across the project's modules that lie in ``module``: libcst's tree
+    of the whole file at ``path``, parsed by the caller (the Fixit and codemod adapters,
+    whose reports need nodes of their own tree). The same decisions as :func:`findings`,
+    so both front ends report the same places."""
+    as_importer, as_helper = _roles(text)
+    if not (as_importer or as_helper) or not os.path.isfile(path):
+        return []
+    project = project_for(path)
+    if project is None:
+        return []
+    from cgguard.static.rules import classfacts
+    from cgguard.static.rules.engine import external_uses, module_helpers, return_hits
+    from cgguard.static.rules.flow import ClassFacts
+
+    aliases = _ProjectAliases(project, path, text)  # a base imported from the project counts
+
+    def class_facts(node):
+        return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
+
+    hits = []
+    if as_importer:
+        by_name, by_module = _imported_helpers(project, text, path)
+        if by_name or by_module:
+            found, _ = external_uses(module, class_facts, by_name, by_module)
+            hits += [h for h in found if _stays_at_use(project, h)]
+    if as_helper:
+        own = None
+        for fname, _ in _helpers_reported_here(project, text, path):
+            own = own if own is not None else module_helpers(module)
+            if fname in own:
+                hits += return_hits(own[fname])
+    return hits
 
 
 def _imports_from(project: Project, importer: str, owner: str, fname: str) -> bool:
