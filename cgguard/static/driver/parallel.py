@@ -74,11 +74,14 @@ def in_child() -> bool:
 
 
 def map_files(
-    screen: Callable[[T], "R | Later[P]"], work: Callable[[T, P], R], items: list[T]
+    screen: Callable[[T], "R | Later[P]"], work: Callable[[T, P], R], items: list[T],
+    before_fork: Callable[[], None] | None = None,
 ) -> list[R]:
     """``screen(x)`` for every item and ``work(x, payload)`` for those it leaves (a
     :class:`Later`); shared with a forked child from the point where that pays.
-    Results keep the items' order."""
+    Results keep the items' order. ``before_fork``: what the parent does once before it
+    forks (importing the modules the work needs, so that the child inherits them instead
+    of importing them a second time)."""
     done: dict[int, R] = {}
     left: list[tuple[int, P, int]] = []  # (index, payload, weight)
     weight = 0
@@ -96,6 +99,8 @@ def map_files(
             if weight >= threshold:
                 decided = True  # once: the load is read once, and a run never forks twice
                 if _share(len(left) + len(items) - i - 1):
+                    if before_fork is not None:
+                        before_fork()
                     done.update(_shared(screen, work, items, left, i + 1))
                     return [done[k] for k in range(len(items))]
                 for k, payload, _ in left:

@@ -307,7 +307,11 @@ def check_paths(
     def work(item: tuple[str, FileError | None], text: str) -> FileResult:
         return _guarded(item[0], lambda p: check_text(text, p, finding_filter))
 
-    return RunResult(files=map_files(screen, work, list(iter_python_files(paths, settings))))
+    def before_fork() -> None:
+        # The stages every file the screen leaves goes through, imported once in the parent.
+        from cgguard.static.driver import analyse, check, helperscreen, parse, project, report  # noqa: F401
+
+    return RunResult(files=map_files(screen, work, list(iter_python_files(paths, settings)), before_fork))
 
 
 def fix_paths(
