@@ -41,7 +41,8 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
 
 
 def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
-    """The findings of flows within ``path``'s own text."""
+    """The findings of flows that end in ``path``'s own code: within it, and through the
+    parameter of a helper imported from another module of the project (read alone)."""
     plan = screen.plan(text, path, fast=fast)
     if plan.mode == screen.NOTHING:
         return []  # most files: the later stages are not even imported
