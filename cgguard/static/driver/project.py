@@ -547,18 +547,26 @@ def _top_functions_of(tree: ast.Module | None, lines: list[str]) -> dict[str, tu
 
 def findings(text: str, path: str) -> list:
     """Findings in ``path`` (its ``text``) that come from flows across the project's modules."""
-    as_importer, as_helper = _roles(text)
-    if not (as_importer or as_helper) or not os.path.isfile(path):
+    found = _project_and_roles(text, path)
+    if found is None:
         return []
-    project = project_for(path)
-    if project is None:
-        return []
+    project, as_importer, as_helper = found
     out = []
     if as_importer:
         out += _importer_findings(project, text, path)
     if as_helper:
         out += _helper_findings(project, text, path)
     return out
+
+
+def _project_and_roles(text: str, path: str) -> "tuple[Project, bool, bool] | None":
+    """``path``'s project and whether its ``text`` may take a count from a helper it imports
+    or hold one another module imports (:func:`_roles`); None where neither can matter."""
+    as_importer, as_helper = _roles(text)
+    if not (as_importer or as_helper) or not os.path.isfile(path):
+        return None
+    project = project_for(path)
+    return None if project is None else (project, as_importer, as_helper)
 
 
 def _roles(text: str) -> tuple[bool, bool]:
@@ -867,12 +875,10 @@ def module_hits(module, text: str, path: str) -> list:
     of the whole file at ``path``, parsed by the caller (the Fixit and codemod adapters,
     whose reports need nodes of their own tree). The same decisions as :func:`findings`,
     so both front ends report the same places."""
-    as_importer, as_helper = _roles(text)
-    if not (as_importer or as_helper) or not os.path.isfile(path):
+    found = _project_and_roles(text, path)
+    if found is None:
         return []
-    project = project_for(path)
-    if project is None:
-        return []
+    project, as_importer, as_helper = found
     from cgguard.static.rules import classfacts
     from cgguard.static.rules.engine import external_uses, module_helpers, return_hits
     from cgguard.static.rules.flow import ClassFacts
