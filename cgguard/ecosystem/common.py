@@ -10,7 +10,6 @@ import libcst as cst
 from cgguard.ecosystem.settings import applies, kept, settings_for
 from cgguard.static.rules.base import Context, Report, Span
 from cgguard.static.rules.engine import scope_hits
-from cgguard.static.rules.flow import ClassFacts
 from cgguard.static.workflow.config import Settings
 
 
@@ -31,25 +30,12 @@ def module_reports(
     text = module.code
     lines = split_lines(text)
 
-    found: list[dict[str, str]] = []
+    # The same class facts as `cgguard check` reads (import aliases from Python's tree of
+    # the file), and flows across the project's modules as it follows them: arguments
+    # handed through a helper imported from another module, and counts returned by one.
+    from cgguard.static.driver import analyse, project
 
-    def aliases() -> dict[str, str]:
-        if not found:
-            import ast
-
-            from cgguard.static.rules.reach import import_aliases
-
-            found.append(import_aliases(ast.parse(text)))
-        return found[0]
-
-    def class_facts(node: cst.ClassDef) -> ClassFacts:
-        from cgguard.static.rules import classfacts
-
-        return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
-
-    # Flows across the project's modules, as `cgguard check` follows them: arguments handed
-    # through a helper imported from another module, and counts returned by one.
-    from cgguard.static.driver import project
+    class_facts = analyse.class_facts_at(analyse.Aliases(text, path or "<unknown>"))
 
     imported = project.imported_params(text, path) if path is not None else None
     hits = scope_hits(module, None, class_facts, imported=imported)

@@ -18,9 +18,9 @@ from cgguard.static.driver.screen import WHOLE, Plan
 from cgguard.static.rules.pytree import statements_at
 
 
-def class_facts_at(lines: list[str], positions: Positions, aliases):
-    """Facts of a class parsed in the module, read from its libcst node when a fix asks
-    (``lines`` and ``positions`` are kept for the callers' signature)."""
+def class_facts_at(aliases):
+    """Facts of a class parsed in the module, read from its libcst node when a fix asks;
+    ``aliases()`` reads the file's import aliases (a base imported under another name)."""
     from cgguard.static.rules import classfacts
     from cgguard.static.rules.flow import ClassFacts
 
@@ -159,7 +159,7 @@ def hits(plan: Plan, pieces: list[Piece], path: str, imported=None) -> list[Anal
         positions = Positions(piece.module, 0)
         aliases = Aliases(plan.text, path, plan.tree)
         found = (
-            scope_hits(piece.module, None, class_facts_at(plan.lines, positions, aliases), imported=imported)
+            scope_hits(piece.module, None, class_facts_at(aliases), imported=imported)
             if plan.needles else []
         )
         return [Analysed(piece, positions, found)]
@@ -167,7 +167,7 @@ def hits(plan: Plan, pieces: list[Piece], path: str, imported=None) -> list[Anal
     for piece in pieces:
         positions = Positions(piece.module, piece.offset)
         found = scope_hits(
-            piece.module, whole.class_around(piece.start + 1), class_facts_at(plan.lines, positions, whole.aliases),
+            piece.module, whole.class_around(piece.start + 1), class_facts_at(whole.aliases),
             helpers=False, imported=imported,
         )
         out.append(Analysed(piece, positions, found, whole.none_checked, whole))

@@ -29,8 +29,8 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Callable, Iterable
 
-from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS
-from cgguard.static.rules.pytree import children, statements, walk
+from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS, is_sink_name
+from cgguard.static.rules.pytree import children, parameter_defaults, statements, walk
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 # `return <value>` (not a bare `return`), at the start of a line's code.
@@ -201,6 +201,24 @@ def stored_members(tree: ast.AST | None, walrus: bool = True) -> set[str]:
     return out
 
 
+def sink_key(key: ast.AST | None) -> bool:
+    """A dict key or subscript naming a block count (``{"num_gpu_blocks_override": n}``)."""
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and is_sink_name(key.value)
+
+
+def sink_target(target: ast.AST) -> bool:
+    """An assignment target that receives a block count (unpacked targets too):
+    a name or attribute named like one, ``d["num_gpu_blocks_override"]``."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(sink_target(e) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return sink_target(target.value)
+    if isinstance(target, ast.Subscript):
+        return sink_key(target.slice)
+    last = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
+    return last is not None and is_sink_name(last)
+
+
 def _self_target(target: ast.AST) -> bool:
     """Does an assignment target set an attribute of ``self`` (unpacked targets too)?"""
     return any(key.startswith("self.") for key in _target_keys(target))
@@ -220,10 +238,6 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
             isinstance(n, (ast.Name, ast.Attribute)) and _dotted(n) in tainted for n in _value_nodes(expr)
         )
 
-    def sink_name(node: ast.AST) -> bool:
-        last = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
-        return last is not None and model.is_sink_name(last)
-
     stores: list[tuple[list[ast.AST], ast.AST]] = []
     for node in walk(tree):
         if isinstance(node, ast.Assign):
@@ -240,14 +254,6 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
                         if key not in tainted:
                             tainted.add(key)
                             changed = True
-    def sink_target(target: ast.AST) -> bool:
-        if isinstance(target, ast.Subscript):  # d["num_gpu_blocks_override"] = ...
-            key = target.slice
-            return isinstance(key, ast.Constant) and isinstance(key.value, str) and model.is_sink_name(key.value)
-        if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
-            return any(sink_target(e) for e in children(target))
-        return sink_name(target)
-
     for targets, value in stores:
         if mentions(value) and any(sink_target(t) for t in targets):
             return True
@@ -256,10 +262,7 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
             return True
         if isinstance(node, ast.keyword) and (node.arg is None or model.is_sink_name(node.arg)) and mentions(node.value):
             return True
-        if isinstance(node, ast.Dict) and any(
-            isinstance(k, ast.Constant) and isinstance(k.value, str) and model.is_sink_name(k.value) and mentions(v)
-            for k, v in zip(node.keys, node.values)
-        ):
+        if isinstance(node, ast.Dict) and any(sink_key(k) and mentions(v) for k, v in zip(node.keys, node.values)):
             return True
         if isinstance(node, ast.Call):
             callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
@@ -329,11 +332,7 @@ def _function_may_return(func: ast.AST) -> bool:
     if not returns:
         return False
     tainted: set[str] = set()
-    a = func.args
-    positional = [*a.posonlyargs, *a.args]
-    defaults = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
-    defaults += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-    for param, default in defaults:
+    for param, default in parameter_defaults(func):
         if _mentions(default, tainted):
             tainted.add(param.arg)
     _taint_targets(assignments, tainted, _mentions)
@@ -345,16 +344,8 @@ def returns_capture_alone(func: ast.AST) -> bool:
     of another module, whose summary the rules take from that one function parsed alone
     (:meth:`cgguard.static.driver.project.Project.function_helper`): there a call of any
     other function ends a value, as in :func:`_reads` with no function defined."""
-    a = func.args
-    positional = [*a.posonlyargs, *a.args]
-    pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
-    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-    seeds = {p.arg for p, d in pairs if _carries(d, set(), set())}
-    tainted = _tainted_names(func, seeds, set())
-    return any(
-        isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, set())
-        for n in walk(func)
-    )
+    seeds = {p.arg for p, d in parameter_defaults(func) if _carries(d, set(), set())}
+    return _return_carries(func, seeds, set())
 
 
 def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
@@ -442,9 +433,13 @@ def returns_a_parameter(func: ast.AST, defined: set[str] | None) -> bool:
     """May a parameter of ``func`` reach one of its ``return`` values (flow-insensitive)?"""
     a = func.args
     params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
-    if not params:
-        return False
-    tainted = _tainted_names(func, params, defined)
+    return bool(params) and _return_carries(func, params, defined)
+
+
+def _return_carries(func: ast.AST, seeds: set[str], defined: set[str] | None) -> bool:
+    """May a ``return`` value of ``func`` carry a capture size or a name tainted from ``seeds``
+    (flow-insensitive; calls carry as :func:`_reads` says)?"""
+    tainted = _tainted_names(func, seeds, defined)
     return any(
         isinstance(n, ast.Return) and n.value is not None and _carries(n.value, tainted, defined)
         for n in walk(func)

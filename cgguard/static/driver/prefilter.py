@@ -17,16 +17,6 @@ def has_needle(data: bytes) -> bool:
     return any(n in data for n in NEEDLES)
 
 
-def nothing_to_check(data: bytes) -> bool:
-    """True for file bytes that certainly hold no finding and no decoding problem.
-
-    Most files of a tree: plain ASCII (valid in every encoding Python accepts), no
-    NUL byte, no coding cookie to validate, and no capture-size substring. They
-    are neither decoded nor parsed.
-    """
-    return not has_needle(data) and plain_bytes(data)
-
-
 def plain_bytes(data: bytes) -> bool:
     """Bytes with no decoding problem to report: plain ASCII (valid in every encoding
     Python accepts), no NUL byte, no coding cookie to validate."""

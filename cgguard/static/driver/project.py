@@ -30,7 +30,6 @@ import os
 import re
 from bisect import bisect_right
 from itertools import accumulate
-from functools import lru_cache
 from pathlib import Path
 
 from cgguard.static.driver.prefilter import has_needle, might_match
@@ -233,7 +232,7 @@ class Project:
             if text and self.defines(key[0], [fname]):
                 from cgguard.static.driver.helperscreen import returns_a_parameter
 
-                found = _top_function(text, fname, lambda: self.tree(key[0], text))
+                found = _top_functions(text, lambda: self.tree(key[0], text), lambda name, _: name == fname).get(fname)
                 if found is not None and returns_a_parameter(found[2], set()):
                     first, last, _ = found
                     chunk = "".join(split_lines(text)[first - 1 : last])
@@ -345,18 +344,8 @@ class Project:
         key = (os.path.abspath(path), text)
         cache = self.__dict__.setdefault("_top_functions", {})
         if key not in cache:
-            cache[key] = _top_functions(text, lambda: self.tree(key[0], text))
+            cache[key] = _top_functions(text, lambda: self.tree(key[0], text), lambda _, chunk: might_match(chunk))
         return cache[key]
-
-    def helper_names(self) -> frozenset[str]:
-        """Names of top-level functions (in files with a capture-size needle) that return
-        something: what an importer may take a count from."""
-        if getattr(self, "_names", None) is None:
-            names: set[str] = set()
-            for path in self.files():
-                names |= self.returning(path)
-            self._names = frozenset(names)
-        return self._names
 
     def users(self, name: str) -> list[str]:
         """Project files whose text spells ``name`` as a word (callers to look at): bytes
@@ -435,9 +424,11 @@ def _statement_end(text: str, i: int) -> int:
     return n
 
 
-def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]:
-    """See :meth:`Project.top_functions`; ``whole_tree()`` gives Python's tree of the file
-    (None where it does not parse)."""
+def _top_functions(text: str, whole_tree, keep) -> dict[str, tuple[int, int, ast.AST]]:
+    """The top-level functions of ``text`` that ``keep(name, source from its def line)``
+    accepts: name -> (first line with decorators, last line, Python's tree of it). Each
+    is cut out by indentation and parsed alone; ``whole_tree()`` (Python's tree of the
+    file, None where it does not parse) only where a kept cut does not parse."""
     from cgguard.static.driver import screen
 
     lines = split_lines(text)
@@ -447,55 +438,21 @@ def _top_functions(text: str, whole_tree) -> dict[str, tuple[int, int, ast.AST]]
         i = bisect_right(starts, m.start()) - 1
         end = screen._block_end(lines, i)
         chunk = "".join(lines[i:end])
-        if not might_match(chunk):
+        if not keep(m.group(1), chunk):
             continue
         try:
             node = ast.parse(chunk).body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
             node = None
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.end_lineno != end - i:
-            return _top_functions_of(whole_tree(), lines)  # a def in a string, or a cut that failed
+            return _top_functions_of(whole_tree(), lines, keep)  # a def in a string, or a cut that failed
         first = i
         while first and lines[first - 1].startswith("@"):
             first -= 1
         if first and lines[first - 1].startswith((")", "]", "}")):
-            return _top_functions_of(whole_tree(), lines)  # a decorator over several lines
+            return _top_functions_of(whole_tree(), lines, keep)  # a decorator over several lines
         found.setdefault(node.name, (first + 1, end, node))
     return found
-
-
-def _top_function(text: str, fname: str, whole_tree) -> tuple[int, int, ast.AST] | None:
-    """(first line with decorators, last line, Python's tree) of the top-level function
-    ``fname``, cut out by indentation (Python's tree of the whole file where the cut does
-    not parse); None where the file defines no such function."""
-    from cgguard.static.driver import screen
-
-    lines = split_lines(text)
-    starts = list(accumulate(map(len, lines), initial=0))
-    for m in re.finditer(rf"^(?:async[ \t]+)?def[ \t]+{re.escape(fname)}\b", text, re.MULTILINE):
-        i = bisect_right(starts, m.start()) - 1
-        end = screen._block_end(lines, i)
-        try:
-            node = ast.parse("".join(lines[i:end])).body[0]
-        except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
-            node = None
-        first = i
-        while first and lines[first - 1].startswith("@"):
-            first -= 1
-        if (
-            not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or node.end_lineno != end - i
-            or (first and lines[first - 1].startswith((")", "]", "}")))
-        ):
-            break  # a def in a string, a cut that failed, a decorator over several lines
-        return first + 1, end, node
-    else:
-        return None
-    for node in (whole_tree() or ast.Module(body=[], type_ignores=[])).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname:
-            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            return first, node.end_lineno, node
-    return None
 
 
 def imported_params(text: str, path: str):
@@ -531,13 +488,13 @@ def imported_params(text: str, path: str):
     return ImportedParams(lookup)
 
 
-def _top_functions_of(tree: ast.Module | None, lines: list[str]) -> dict[str, tuple[int, int, ast.AST]]:
+def _top_functions_of(tree: ast.Module | None, lines: list[str], keep) -> dict[str, tuple[int, int, ast.AST]]:
     """:func:`_top_functions` from Python's tree of the whole file."""
     found: dict[str, tuple[int, int, ast.AST]] = {}
     for node in tree.body if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            if node.name not in found and might_match("".join(lines[node.lineno - 1 : node.end_lineno])):
+            if node.name not in found and keep(node.name, "".join(lines[node.lineno - 1 : node.end_lineno])):
                 found[node.name] = (first, node.end_lineno, node)
     return found
 
@@ -680,7 +637,7 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
         for module, offset, facts in pieces:
             positions = parse.Positions(module, offset)
             hits, found = external_uses(
-                module, analyse.class_facts_at(lines, positions, aliases), by_name, by_module, facts=facts
+                module, analyse.class_facts_at(aliases), by_name, by_module, facts=facts
             )
             groups.append((module, positions, hits))
             for sid, (uses, sunk) in found.items():
@@ -879,14 +836,11 @@ def module_hits(module, text: str, path: str) -> list:
     if found is None:
         return []
     project, as_importer, as_helper = found
-    from cgguard.static.rules import classfacts
+    from cgguard.static.driver import analyse
     from cgguard.static.rules.engine import external_uses, module_helpers, return_hits
-    from cgguard.static.rules.flow import ClassFacts
 
-    aliases = _ProjectAliases(project, path, text)  # a base imported from the project counts
-
-    def class_facts(node):
-        return ClassFacts(node.name.value, lambda: classfacts.of_cst(node), aliases)
+    # A base imported from the project counts, as in :func:`_analysis`.
+    class_facts = analyse.class_facts_at(_ProjectAliases(project, path, text))
 
     hits = []
     if as_importer:

@@ -23,11 +23,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from cgguard.static.driver.helperscreen import sink_key, sink_target
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import split_lines
 from cgguard.static.rules.model import SINK_WORDS
-from cgguard.static.rules.pytree import children, statements_at, walk
+from cgguard.static.rules.pytree import children, parameter_defaults, statements_at, walk
 
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
@@ -106,11 +107,7 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
     source = False
     tainted: set[str] = set()
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = scope.args
-        positional = [*a.posonlyargs, *a.args]
-        pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
-        pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-        for param, default in pairs:
+        for param, default in parameter_defaults(scope):
             if any(_is_source(n) for n in walk(default)):
                 source = True
             if _mentions(default, tainted):
@@ -139,10 +136,10 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
         elif isinstance(node, ast.Call) and _is_sink(node):
             sinks += [*node.args, *(k.value for k in node.keywords)]
         elif isinstance(node, ast.Dict):
-            sinks += [v for k, v in zip(node.keys, node.values) if _is_sink_key(k)]
+            sinks += [v for k, v in zip(node.keys, node.values) if sink_key(k)]
         if targets is not None:
             stores.append(([k for t in targets for k in _store_keys(t)], value))
-            if any(_sink_target(t) for t in targets):
+            if any(sink_target(t) for t in targets):
                 sinks.append(value)
         stack.extend(children(node))
     if not (source and sinks):
@@ -155,24 +152,6 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
                 tainted.update(keys)
                 changed = True
     return any(_mentions(value, tainted) for value in sinks)
-
-
-def _is_sink_key(key: ast.AST | None) -> bool:
-    """A dict key or subscript naming a block count (``{"num_gpu_blocks_override": n}``)."""
-    from cgguard.static.rules import model as vocab
-
-    return isinstance(key, ast.Constant) and isinstance(key.value, str) and vocab.is_sink_name(key.value)
-
-
-def _sink_target(target: ast.AST) -> bool:
-    """An assignment target that receives a block count (unpacked targets too)."""
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return any(_sink_target(e) for e in target.elts)
-    if isinstance(target, ast.Starred):
-        return _sink_target(target.value)
-    if isinstance(target, ast.Subscript):
-        return _is_sink_key(target.slice)
-    return isinstance(target, (ast.Name, ast.Attribute)) and _is_sink(target)
 
 
 def _store_keys(target: ast.AST):
@@ -222,11 +201,9 @@ def _is_sink(node: ast.AST) -> bool:
         return vocab.is_sink_name(_last(node))
     # A string key of a dict that may be splatted into a call: {"num_blocks": n}, d["num_blocks"] = n.
     if isinstance(node, ast.Dict):
-        return any(isinstance(k, ast.Constant) and isinstance(k.value, str) and vocab.is_sink_name(k.value)
-                   for k in node.keys)
+        return any(sink_key(k) for k in node.keys)
     if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-        key = node.slice
-        return isinstance(key, ast.Constant) and isinstance(key.value, str) and vocab.is_sink_name(key.value)
+        return sink_key(node.slice)
     return False
 
 

@@ -87,3 +87,11 @@ def inner_block(stmt: ast.stmt, lineno: int) -> list[ast.stmt] | None:
         if isinstance(block, list) and block and block[0].lineno <= lineno <= block[-1].end_lineno:
             return block
     return None
+
+
+def parameter_defaults(func: ast.AST) -> list[tuple[ast.arg, ast.expr]]:
+    """(parameter, its default) for each parameter of ``func`` that has one."""
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
+    return pairs + [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
