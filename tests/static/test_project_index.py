@@ -47,3 +47,13 @@ def test_an_installed_package_is_no_project(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     assert project.project_root(str(site)) is None
     assert project.project_root(str(tmp_path / "lib")) == str(tmp_path)
+
+
+def test_a_helper_below_a_form_feed_is_read_at_its_own_lines(tmp_path):
+    # A form feed (a page break in old-style sources) is no line break for Python, but
+    # str.splitlines() breaks there: the helper must be cut at the lines Python numbers.
+    limits = "# Sizing helpers.\n# \x0c page two\n\n\n" + HELPER
+    root = _project(tmp_path, {"plugin/__init__.py": "", "plugin/limits.py": limits, "plugin/runner.py": RUNNER})
+    for named in ("limits.py", "runner.py"):
+        found = check_paths([str(root / "plugin" / named)]).findings
+        assert [(Path(f.path).name, f.line, f.code) for f in found] == ([("limits.py", 6, "CGG001")] if named == "limits.py" else [])

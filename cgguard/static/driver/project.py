@@ -202,7 +202,7 @@ class Project:
             span = found_top[:2] if found_top is not None else None
             if span is not None:
                 first, last = span
-                chunk = "".join(text.splitlines(keepends=True)[first - 1 : last])
+                chunk = "".join(split_lines(text)[first - 1 : last])
                 def work():
                     module = self.module(key[0], chunk)
                     if module is None:
