@@ -55,9 +55,10 @@ def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
 
     from cgguard.static.driver import project
 
-    imported = project.imported_params(text, path)  # helpers of other modules, read when a call asks
-
     def work() -> tuple[list, list[Finding]]:
+        # Inside deep(): ImportedParams is libcst's side, so a forked child hands this file
+        # to the parent before importing libcst a second time in the run.
+        imported = project.imported_params(text, path)  # helpers of other modules, read when a call asks
         pieces = parse.pieces(plan, path)
         analysed = analyse.hits(plan, pieces, path, imported)
         return analysed, report.findings(analysed, plan.text, plan.lines, path)

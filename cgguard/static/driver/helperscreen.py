@@ -146,9 +146,13 @@ def needs_full_parse(
     # A member set from a capture size (Python's tree said so) that a function may hand
     # to a sink (Python's tree again, flow-insensitive): the rules follow it across methods.
     if reaching & members:
+        asked: set[Span] = set()  # each function once, however often it uses the members
         for name, i in uses(reaching & members):
             span = enclosing_function(i)
-            if span is not None and member_may_sink(tree_of(*span), reaching & members):
+            if span is None or span in asked:
+                continue
+            asked.add(span)
+            if member_may_sink(tree_of(*span), reaching & members):
                 return True
     # Text first, then Python's tree (a cheap over-approximation); the rules' own parse
     # decides (the caller's ``confirm``): does the helper's own return carry the capture size?

@@ -6,6 +6,7 @@ a :class:`FileError` with one line of reason, and every other file is still done
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -146,7 +147,6 @@ def _importer_bytes(path: str, data: bytes) -> bool:
     count may still take one from a helper of another module (:mod:`.project`)."""
     if b"import" not in data or not _mentions_sink_word(data):
         return False
-    import os
 
     from cgguard.static.driver.projectroot import project_root
 
@@ -311,7 +311,13 @@ def check_paths(
         # The stages every file the screen leaves goes through, imported once in the parent.
         from cgguard.static.driver import analyse, check, helperscreen, parse, project, report  # noqa: F401
 
-    return RunResult(files=map_files(screen, work, list(iter_python_files(paths, settings)), before_fork))
+    def size(item: tuple[str, FileError | None]) -> int:
+        try:
+            return 0 if item[1] else os.stat(item[0]).st_size
+        except OSError:
+            return 0  # the screen reports it
+
+    return RunResult(files=map_files(screen, work, list(iter_python_files(paths, settings)), before_fork, size))
 
 
 def fix_paths(
