@@ -107,3 +107,24 @@ def test_a_big_tree_with_findings_imports_libcst_once(tmp_path: Path, jobs: str 
     for i in range(0, 300, 10):
         (tree / f"bug_{i:03d}.py").write_text(BUG)
     assert _libcst_imports(tree, jobs=jobs) == 1
+
+
+HELPER = (
+    "def capture_blocks(config):\n"
+    "    # hands the capture size on; the callers decide what it sizes\n"
+    "    return config.compilation_config.max_cudagraph_capture_size\n"
+)
+
+
+@pytest.mark.parametrize("jobs", [None, "2"], ids=["default", "shared"])
+def test_a_project_tree_with_findings_imports_libcst_once(tmp_path: Path, jobs: str | None) -> None:
+    """The same inside a project (a ``pyproject.toml`` at its root), where each file is
+    also asked about flows across its modules: a file that imports something and a file
+    defining a helper that returns a capture size. The helper used to import the rules
+    (and libcst) for those questions before any parse, so both processes paid for it."""
+    tree = _big_tree(tmp_path / "tree")
+    (tree / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    for i in range(0, 300, 10):
+        (tree / f"bug_{i:03d}.py").write_text("import os\n\n" + BUG)
+        (tree / f"helper_{i:03d}.py").write_text(HELPER)
+    assert _libcst_imports(tree, jobs=jobs) == 1

@@ -177,3 +177,33 @@ def test_files_found_before_the_share_are_claimed_biggest_first(monkeypatch):
     by_start = sorted(results[:10])
     # Claimed in order 9, 8, 7, ...: the first two to start are the two biggest.
     assert {x for _, x in by_start[:2]} == {9, 8}
+
+
+def test_files_not_yet_screened_are_claimed_biggest_first_and_big_ones_alone(monkeypatch):
+    """Files not screened when the share begins go biggest first by their size, and one
+    too big to share a claim goes alone: vLLM's model runner (the one file there whose
+    parse needs libcst, which only the parent imports) used to come last in path order,
+    inside a claim of eight, while the child ran out of work."""
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 1)  # shared from the first item
+    sizes = {x: 10 for x in range(1, 60)} | {57: parallel.BATCH_BYTES, 58: parallel.BATCH_BYTES + 1}
+    claims: list[tuple[float, int, int]] = []
+
+    def screen(x):
+        return parallel.Later(x, 1) if x == 0 else parallel.Later(x, sizes[x])
+
+    def work(x, payload):
+        started = time.monotonic()
+        time.sleep(0.05 if x in (57, 58) else 0.001)
+        return started, x, os.getpid()
+
+    results = parallel.map_files(screen, work, list(range(60)), size=lambda x: sizes.get(x, 0))
+    assert [r[1] for r in results] == list(range(60))
+    after_first = sorted(results[1:])
+    # The two big files start first (on either side), before any small one.
+    assert {x for _, x, _ in after_first[:2]} == {57, 58}
+    # Each big file was a claim of its own: the other side did not wait for it to start
+    # the small ones, so small files ran in both processes.
+    assert len({pid for _, _, pid in results}) == 2
