@@ -7,7 +7,7 @@ real work, and only the screen tells how much there is. So one process screens
 the files in order, adding up the text they leave; the first time that reaches
 :data:`MIN_SHARED_BYTES` it decides, once, whether to fork one child to share
 what is left (the files it left so far, biggest first, then the files not yet
-screened). It forks when all of these hold:
+screened, biggest first by their size on disk). It forks when all of these hold:
 
 - ``os.fork`` exists and ``CGGUARD_JOBS`` is not ``1``;
 - two CPUs are usable (affinity, cgroup quota) and one of them is idle now (the
