@@ -1,0 +1,44 @@
+"""The fast sink-word test is the model's pattern (``SINK_WORDS``), character for character.
+
+``mentions_sink_word`` decides, before any parse, whether a file without a capture
+size may still take one from an imported helper; it lowers bytes instead of running
+the case-insensitive pattern. Where ``re`` folds a character other than an ASCII
+letter onto one (``K``, ``ſ``, ``İ``, ``ı``), the pattern decides.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cgguard.static.rules import model
+
+PIECES = [
+    *model.SINK_WORD_LIST, "BLOCKS", "Blocks", "blockſ", "\u212av_cache_config", "prof\u0130l", "prof\u0131l",
+    "minimal_kv_cach", "profi", "é", "\udcff", "_", " ", "\n", "available_", "memory", "KV_CACHE_CONFIG", "x",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=8))
+def test_text_agrees_with_the_pattern(parts: list[str]) -> None:
+    text = "".join(parts)
+    model._last_asked[:] = [None, False]
+    assert model.mentions_sink_word(text) == (model.SINK_WORDS.search(text) is not None), repr(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=8))
+def test_bytes_never_miss_what_their_text_mentions(parts: list[str]) -> None:
+    text = "".join(parts)
+    data = text.encode("utf-8", "surrogatepass")
+    model._last_asked[:] = [None, False]
+    if model.SINK_WORDS.search(text) is not None:
+        assert model.mentions_sink_word(data), repr(text)
+
+
+def test_folded_characters() -> None:
+    assert model.mentions_sink_word("make_minimal_\u212aV_cache(x)")  # Kelvin sign: re folds it to k
+    assert model.mentions_sink_word("num_blockſ")
+    assert not model.mentions_sink_word("num_bl\u00f6cks")
+    assert model.mentions_sink_word("make_minimal_\u212aV_cache(x)".encode())
