@@ -57,3 +57,26 @@ def test_a_helper_below_a_form_feed_is_read_at_its_own_lines(tmp_path):
     for named in ("limits.py", "runner.py"):
         found = check_paths([str(root / "plugin" / named)]).findings
         assert [(Path(f.path).name, f.line, f.code) for f in found] == ([("limits.py", 6, "CGG001")] if named == "limits.py" else [])
+
+
+def test_imports_are_followed_from_every_place_a_module_can_live(tmp_path):
+    # The helper is used in its own module too, so the finding stays at the use in the
+    # runner: what the importer's side finds. Its import's first part names a package at
+    # the root, a package under src/, or a single top-level module; `torch` names
+    # nothing of the project and is passed over.
+    helper = HELPER + "\n\ndef twice(vllm_config):\n    return 2 * profiling_num_blocks(vllm_config)\n"
+    layouts = {
+        "package": ("plugin/limits.py", "from plugin.limits import"),
+        "src": ("src/plugin/limits.py", "from plugin.limits import"),
+        "module": ("limits.py", "from limits import"),
+    }
+    for name, (where, spelled) in layouts.items():
+        root = tmp_path / name
+        root.mkdir()
+        runner = "import torch\n" + RUNNER.replace("from plugin.limits import", spelled)
+        files = {where: helper, "plugin/runner.py": runner, "plugin/__init__.py": ""}
+        if where.startswith("src/"):
+            files = {where: helper, "src/plugin/__init__.py": "", "src/plugin/runner.py": runner}
+        _project(root, files)
+        found = check_paths([str(root / Path(next(k for k in files if k.endswith("runner.py"))))]).findings
+        assert [(Path(f.path).name, f.line, f.code) for f in found] == [("runner.py", 7, "CGG001")], name

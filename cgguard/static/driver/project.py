@@ -91,6 +91,13 @@ class Project:
                 return os.path.abspath(os.path.join(folder, parts[-1], "__init__.py"))
         return None
 
+    def is_package(self, dotted: str) -> bool:
+        """Is ``dotted`` a folder of the project (a package, maybe a namespace one)?"""
+        parts = tuple(dotted.split("."))
+        return all(parts) and any(
+            self._package_folder(base, parts) is not None for base in (self.root, os.path.join(self.root, "src"))
+        )
+
     def submodule_names(self, dotted: str, names) -> list[str]:
         """Those of ``names`` that the folder of package ``dotted`` holds as a module or a folder."""
         parts = tuple(dotted.split("."))
@@ -728,8 +735,17 @@ def _imports_a_helper(project: Project, text: str, path: str) -> bool:
     statement is answered once per run for its folder (most files repeat the same few)."""
     folder = os.path.dirname(path)
     answers = project.__dict__.setdefault("_import_answers", {})
+    tops = project.__dict__.setdefault("_tops", {})  # first part of a dotted name -> in the project?
     for statement in _import_specs(text):
-        key = (folder if statement[1].startswith(".") else "", statement)
+        spec = statement[1]
+        if not spec.startswith("."):
+            top = spec.split(".", 1)[0]
+            held = tops.get(top)
+            if held is None:
+                held = tops[top] = project.module_file(top) is not None or project.is_package(top)
+            if not held:
+                continue  # `from torch ...`, or vllm's own modules in a plugin: nothing of the project
+        key = (folder if spec.startswith(".") else "", statement)
         found = answers.get(key)
         if found is None:
             found = answers[key] = _statement_imports_a_helper(project, path, *statement)
@@ -746,8 +762,10 @@ def _statement_imports_a_helper(project: Project, path: str, kind: str, spec: st
     dotted = project.resolve(path, spec[level:] or None, level)
     if dotted is None:
         return False
-    names = _NAMES.findall(_AS_NAME.sub("", names_text))
     target = project.module_file(dotted)
+    if target is None and not project.is_package(dotted):
+        return False  # not a module of the project (vllm's own imports, in a fork's plugin)
+    names = _NAMES.findall(_AS_NAME.sub("", names_text))
     if target is not None and not project.returning(target).isdisjoint(names):
         return True  # a helper imported by name (the only kind the analysis follows)
     # A submodule imported by name: only names the package's folder holds are looked up.
