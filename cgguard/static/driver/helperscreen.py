@@ -170,11 +170,9 @@ def may_return_capture(tree: ast.AST | None) -> bool:
     """
     if tree is None:
         return True  # the parse that follows decides
-    return any(
-        _function_may_return(node)
-        for node in walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    )
+    # Functions are statements: their walk skips the expressions (most of the nodes).
+    nodes = (tree, *statements(tree)) if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)) else statements(tree)
+    return any(_function_may_return(node) for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 _CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
@@ -243,7 +241,8 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
         )
 
     stores: list[tuple[list[ast.AST], ast.AST]] = []
-    for node in walk(tree):
+    nodes = list(walk(tree))  # walked once: the stores now, the sinks below
+    for node in nodes:
         if isinstance(node, ast.Assign):
             stores.append((node.targets, node.value))
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
@@ -261,7 +260,7 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
     for targets, value in stores:
         if mentions(value) and any(sink_target(t) for t in targets):
             return True
-    for node in walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Return) and mentions(node.value):
             return True
         if isinstance(node, ast.keyword) and (node.arg is None or model.is_sink_name(node.arg)) and mentions(node.value):

@@ -109,13 +109,13 @@ def mentions_sink_word(text: str | bytes) -> bool:
         return _last_asked[1]  # the same text asked again (the driver's screen, then the project's)
     key = text
     if isinstance(text, str):
-        if any(c in text for c in _FOLDS_TO_ASCII):
+        if not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII):
             found = SINK_WORDS.search(text) is not None
             _last_asked[:] = [key, found]
             return found
         # Lowering bytes is several times faster than a str, and finds the same words.
         text = text.encode("utf-8", "surrogatepass")
-    elif any(c in text for c in _FOLDS_TO_ASCII_UTF8):
+    elif not text.isascii() and any(c in text for c in _FOLDS_TO_ASCII_UTF8):
         _last_asked[:] = [key, True]
         return True
     low = text.lower()
