@@ -29,6 +29,15 @@ FILES = {
         "        self.blocks_seen_total = 0\n"  # mentions blocks, but is no block count
         "        return [0] * (n + 1)\n"
     ),
+    # A capture size handed through a method of the file, and no block count, byte
+    # budget or profiling config anywhere in it: the screen used to send it whole.
+    "needle_through_own_helper_no_sink": (
+        "class Runner:\n"
+        "    def _scale(self, n):\n"
+        "        return n * 2\n"
+        "    def sizes(self):\n"
+        "        return self._scale(self.compilation_config.max_cudagraph_capture_size)\n"
+    ),
     "needle_and_sink_in_different_functions": (
         "class Runner:\n"
         "    def a(self):\n"
