@@ -17,7 +17,6 @@ path on every vLLM file holding a capture size.
 
 from __future__ import annotations
 
-import re
 import textwrap
 from pathlib import Path
 
@@ -62,12 +61,12 @@ def unscreened(text: str, path: str):
     Reaches into the screen's internals on purpose, to check that the screen (which
     decides what libcst parses) loses nothing.
     """
-    saved = screen.SINK_WORDS
-    screen.SINK_WORDS = re.compile("")
+    saved = screen.mentions_sink_word
+    screen.mentions_sink_word = lambda text: True
     try:
         return outcome(text, path, fast=True)
     finally:
-        screen.SINK_WORDS = saved
+        screen.mentions_sink_word = saved
 
 
 def _show(result) -> str:

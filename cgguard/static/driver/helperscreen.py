@@ -29,7 +29,8 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Callable, Iterable
 
-from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, SINK_WORDS, is_sink_name
+from cgguard.static.driver.sourcetext import word_matches
+from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, is_sink_name, mentions_sink_word
 from cgguard.static.rules.pytree import children, parameter_defaults, statements, walk
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
@@ -47,6 +48,16 @@ def _word_char(ch: str) -> bool:
 def def_name(line: str) -> str | None:
     m = _DEF_NAME.match(line)
     return m.group(1) if m else None
+
+
+_DEF_WORD = re.compile(r"def[ \t]+(\w+)")
+
+
+def defined_names(text: str) -> set[str]:
+    """Names after the word ``def`` anywhere in ``text`` (a superset of its functions).
+    Found from the literal ``def``: a pattern starting with ``\\b`` is tried at every
+    position (7 ms on vLLM's model runner, against 0.4 ms)."""
+    return {m.group(1) for m in word_matches(_DEF_WORD, text)}
 
 
 def needs_full_parse(
@@ -96,7 +107,7 @@ def needs_full_parse(
             body = "".join(lines[span[0] : span[1]])
             found = functions[span] = (
                 def_name(lines[span[0]]),
-                SINK_WORDS.search(body) is not None,
+                mentions_sink_word(body),
                 _RETURN_VALUE.search(body) is not None,
             )
         return found
@@ -401,7 +412,7 @@ def hands_capture_through(
     of the file), so the fast path hands such a file to the full path. ``callees(names)``
     gives Python's trees of the file's functions so named.
     """
-    defined = set(re.findall(r"\bdef[ \t]+(\w+)", text))
+    defined = defined_names(text)
     if not defined:
         return False
     called: set[str] = set()

@@ -472,7 +472,9 @@ def imported_params(text: str, path: str):
     if project is None:
         return None
     me = os.path.abspath(path)
-    defined = set(re.findall(r"\bdef[ \t]+(\w+)", text))  # the file's own functions come first
+    from cgguard.static.driver.helperscreen import defined_names
+
+    defined = defined_names(text)  # the file's own functions come first
     tables: list = []
 
     def lookup(call):

@@ -27,25 +27,27 @@ from cgguard.static.driver.helperscreen import sink_key, sink_target
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import split_lines
-from cgguard.static.rules.model import SINK_WORDS, mentions_sink_word
+from cgguard.static.rules.model import mentions_sink_word
 from cgguard.static.rules.pytree import children, parameter_defaults, statements_at, walk
 
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
 
-_NEEDLE = re.compile("|".join(map(re.escape, _NEEDLES)))
 
 
 def _needle_lines(text: str, lines: list[str]) -> list[int]:
-    """1-based numbers of the lines holding a needle, ascending."""
+    """1-based numbers of the lines holding a needle, ascending. Each needle is found by
+    ``str.find`` (a needle holds no line break, so an occurrence is on one line): the
+    alternation of them all was tried at every position of the file."""
     starts = list(accumulate(map(len, lines), initial=0))
-    found: list[int] = []
-    for m in _NEEDLE.finditer(text):
-        n = bisect_right(starts, m.start())
-        if not found or found[-1] != n:
-            found.append(n)
-    return found
+    found: set[int] = set()
+    for needle in _NEEDLES:
+        at = text.find(needle)
+        while at >= 0:
+            found.add(bisect_right(starts, at))
+            at = text.find(needle, at + 1)
+    return sorted(found)
 
 
 def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, int]], bool, dict[int, ast.AST]]:
@@ -474,7 +476,7 @@ def plan(text: str, path: str, *, fast: bool = True) -> Plan:
             return Plan(WHOLE, text, lines, needles, tree=validate(text, path))
         chunk_trees.append(chunk_tree)
         spans.keep(start, end, chunk_tree)
-        if SINK_WORDS.search(chunk) and _may_hit(chunk_tree):
+        if mentions_sink_word(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
     if not mentions_sink_word(text):
         # No sink anywhere in the file: no flow through a helper, a member or a parameter

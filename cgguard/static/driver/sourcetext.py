@@ -33,8 +33,9 @@ class SourceText:
     def compared_with_none(self, name: str) -> bool:
         """Does the file test ``<...>.name is None`` / ``is not None`` anywhere?"""
         if name not in self._none_checked:
-            pattern = rf"\b{re.escape(name)}\s+is\s+(not\s+)?None\b"
-            self._none_checked[name] = re.search(pattern, self.text) is not None
+            # From the literal name: a pattern starting with \b is tried at every position.
+            pattern = re.compile(rf"{re.escape(name)}\s+is\s+(?:not\s+)?None\b")
+            self._none_checked[name] = next(word_matches(pattern, self.text), None) is not None
         return self._none_checked[name]
 
     def char_offset(self, lineno: int, col: int) -> int:
@@ -48,9 +49,26 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 # Characters str.splitlines() breaks at but Python's tokenizer does not.
 _ODD_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_ASCII_ODD_BREAKS = "\v\f\x1c\x1d\x1e"  # of those, the ones ASCII text can hold (found by str.find: faster)
 
 def split_lines(text: str) -> list[str]:
     """Physical lines with their endings, split only where Python's tokenizer splits."""
-    if _ODD_BREAKS.search(text) is None:
+    if (not any(c in text for c in _ASCII_ODD_BREAKS) if text.isascii() else _ODD_BREAKS.search(text) is None):
         return text.splitlines(keepends=True)  # same result, much faster
     return _LINE.findall(text)
+
+
+def word_matches(pattern: re.Pattern, text: str):
+    """``pattern``'s matches in ``text`` that start a word, as ``\\b`` + ``pattern`` finds them
+    (``pattern`` starts with a word character): a match inside a word is passed over and
+    the search goes on from the next character, not from the match's end."""
+    at = 0
+    while True:
+        m = pattern.search(text, at)
+        if m is None:
+            return
+        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+            at = m.start() + 1
+            continue
+        yield m
+        at = m.end()
