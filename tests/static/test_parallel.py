@@ -189,7 +189,6 @@ def test_files_not_yet_screened_are_claimed_biggest_first_and_big_ones_alone(mon
     monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
     monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 1)  # shared from the first item
     sizes = {x: 10 for x in range(1, 60)} | {57: parallel.BATCH_BYTES, 58: parallel.BATCH_BYTES + 1}
-    claims: list[tuple[float, int, int]] = []
 
     def screen(x):
         return parallel.Later(x, 1) if x == 0 else parallel.Later(x, sizes[x])

@@ -34,8 +34,6 @@ from cgguard.static.rules.pytree import children, parameter_defaults, statements
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
 
-
-
 def _needle_lines(text: str, lines: list[str]) -> list[int]:
     """1-based numbers of the lines holding a needle, ascending. Each needle is found by
     ``str.find`` (a needle holds no line break, so an occurrence is on one line): the
