@@ -27,6 +27,7 @@ STAGES: list[tuple[str, set[str]]] = [
     ("parse", {"parse"}),
     ("analyse", {"analyse"}),
     ("report", {"report"}),
+    ("project index", {"projectindex"}),
     ("project", {"project"}),
     ("check", {"check"}),
     ("fix", {"fixer"}),

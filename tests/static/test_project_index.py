@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgguard.static.driver import project
+from cgguard.static.driver import projectindex
+from cgguard.static.driver.projectroot import project_root
 from cgguard.static.driver.run import check_paths
 
 HELPER = "def profiling_num_blocks(vllm_config):\n    return vllm_config.compilation_config.max_cudagraph_capture_size or 1\n"
@@ -27,7 +28,7 @@ def _project(root: Path, files: dict[str, str]) -> Path:
 def test_a_file_with_nothing_to_parse_never_builds_the_index(tmp_path, monkeypatch):
     root = _project(tmp_path, {"plugin/__init__.py": "", "plugin/util.py": "import os\n\nX = os.sep\n"})
     built = []
-    monkeypatch.setattr(project.Project, "files", lambda self: built.append(self.root) or [])
+    monkeypatch.setattr(projectindex.Project, "files", lambda self: built.append(self.root) or [])
     result = check_paths([str(root / "plugin" / "util.py")])
     assert result.findings == [] and result.errors == []
     assert built == []
@@ -45,8 +46,8 @@ def test_an_installed_package_is_no_project(tmp_path):
     site = tmp_path / "lib" / "site-packages" / "plugin"
     site.mkdir(parents=True)
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    assert project.project_root(str(site)) is None
-    assert project.project_root(str(tmp_path / "lib")) == str(tmp_path)
+    assert project_root(str(site)) is None
+    assert project_root(str(tmp_path / "lib")) == str(tmp_path)
 
 
 def test_a_helper_below_a_form_feed_is_read_at_its_own_lines(tmp_path):

@@ -356,7 +356,7 @@ def _function_may_return(func: ast.AST) -> bool:
 def returns_capture_alone(func: ast.AST) -> bool:
     """May ``func``, read on its own, return a capture-size count? The screen for a helper
     of another module, whose summary the rules take from that one function parsed alone
-    (:meth:`cgguard.static.driver.project.Project.function_helper`): there a call of any
+    (:meth:`cgguard.static.driver.projectindex.Project.function_helper`): there a call of any
     other function ends a value, as in :func:`_reads` with no function defined."""
     seeds = {p.arg for p, d in parameter_defaults(func) if _carries(d, set(), set())}
     return _return_carries(func, seeds, set())

@@ -2,7 +2,7 @@
 
 Its own module (imports only the standard library): the driver's byte screen asks
 it for every file that might take a count from another module, before anything
-else of the project index (:mod:`.project`) is needed.
+else of the project index (:mod:`.projectindex`) is needed.
 """
 
 from __future__ import annotations

@@ -235,7 +235,7 @@ def _helper_flow_possible(text: str, lines: list[str], chunks, spans: _SpanTrees
 
     def enclosing_function(i: int):
         start = i if _DEF.match(lines[i]) else _enclosing(lines, i, _DEF)
-        return None if start is None else (start, _block_end(lines, start))
+        return None if start is None else (start, block_end(lines, start))
 
     def may_hold_source(start: int, end: int) -> bool:
         # A function with no capture-size source of its own (Python's tree says so,
@@ -261,7 +261,7 @@ def _hands_through(text: str, lines: list[str], path: str, chunk_trees, tree) ->
             if name not in names:
                 continue
             try:
-                cut = ast.parse(parsable(lines, i, "".join(lines[i : _block_end(lines, i)])))
+                cut = ast.parse(parsable(lines, i, "".join(lines[i : block_end(lines, i)])))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 whole = validate(text, path)
                 yield from (n for n in walk(whole) if isinstance(n, _FUNCS) and n.name in names)
@@ -282,7 +282,7 @@ def _indent(line: str) -> int | None:
     return len(line) - len(stripped)
 
 
-def _block_end(lines: list[str], start: int) -> int:
+def block_end(lines: list[str], start: int) -> int:
     """Index after the last line of the block whose header is ``lines[start]``."""
     base = _indent(lines[start])
     end = start + 1
@@ -321,7 +321,7 @@ def _function_chunks(lines: list[str], needles: list[int]):
             return None
         if start in chunks:
             continue
-        end = _block_end(lines, start)
+        end = block_end(lines, start)
         if end <= i:
             return None
         chunks[start] = (start, end)
