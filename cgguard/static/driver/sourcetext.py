@@ -53,7 +53,8 @@ _ASCII_ODD_BREAKS = "\v\f\x1c\x1d\x1e"  # of those, the ones ASCII text can hold
 
 def split_lines(text: str) -> list[str]:
     """Physical lines with their endings, split only where Python's tokenizer splits."""
-    if (not any(c in text for c in _ASCII_ODD_BREAKS) if text.isascii() else _ODD_BREAKS.search(text) is None):
+    odd = any(c in text for c in _ASCII_ODD_BREAKS) if text.isascii() else _ODD_BREAKS.search(text) is not None
+    if not odd:
         return text.splitlines(keepends=True)  # same result, much faster
     return _LINE.findall(text)
 
