@@ -29,7 +29,7 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Callable, Iterable
 
-from cgguard.static.driver.sourcetext import word_matches
+from cgguard.static.driver.sourcetext import word_char, word_matches
 from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, is_sink_name, mentions_sink_word
 from cgguard.static.rules.pytree import children, parameter_defaults, statements, walk
 
@@ -39,10 +39,6 @@ _RETURN_VALUE = re.compile(r"^[ \t]*return[ \t]*[^\s#;]", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z_]\w*")
 
 Span = tuple[int, int]  # (first line index, index after the last line)
-
-
-def _word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
 
 
 def def_name(line: str) -> str | None:
@@ -123,7 +119,7 @@ def needs_full_parse(
             at = text.find(name)
             while at >= 0:
                 end = at + len(name)
-                if not (at and _word_char(text[at - 1])) and not (end < len(text) and _word_char(text[end])):
+                if not (at and word_char(text[at - 1])) and not (end < len(text) and word_char(text[end])):
                     yield name, at
                 at = text.find(name, end)
 

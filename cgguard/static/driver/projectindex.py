@@ -30,6 +30,7 @@ _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
 class Project:
     def __init__(self, root: str):
         self.root = root
+        self.bases = (root, os.path.join(root, "src"))  # where absolute imports resolve: flat and src layouts
         self._files: list[str] | None = None
         self._texts: dict[str, str | None] = {}
 
@@ -66,7 +67,7 @@ class Project:
         parts = dotted.split(".")
         if not all(parts):
             return None
-        for base in (self.root, os.path.join(self.root, "src")):
+        for base in self.bases:
             folder = self._package_folder(base, tuple(parts[:-1]))
             if folder is None:
                 continue
@@ -81,7 +82,7 @@ class Project:
         """Is ``dotted`` a folder of the project (a package, maybe a namespace one)?"""
         parts = tuple(dotted.split("."))
         return all(parts) and any(
-            self._package_folder(base, parts) is not None for base in (self.root, os.path.join(self.root, "src"))
+            self._package_folder(base, parts) is not None for base in self.bases
         )
 
     def submodule_names(self, dotted: str, names) -> list[str]:
@@ -90,7 +91,7 @@ class Project:
         if not all(parts):
             return []
         held: list[str] = []
-        for base in (self.root, os.path.join(self.root, "src")):
+        for base in self.bases:
             folder = self._package_folder(base, parts)
             if folder is not None:
                 entries = self._listing(folder)
@@ -138,7 +139,7 @@ class Project:
         cache = self.__dict__.setdefault("_packages", {})
         if folder not in cache:
             parts = None
-            for base in (self.root, os.path.join(self.root, "src")):
+            for base in self.bases:
                 rel = os.path.relpath(folder, base)
                 if not rel.startswith(".."):
                     parts = [] if rel == "." else rel.split(os.sep)

@@ -465,6 +465,7 @@ def plan(text: str, path: str, *, fast: bool = True) -> Plan:
     screened = []
     chunk_trees = []
     spans = _SpanTrees(lines, path)
+    has_sink_word = mentions_sink_word(text)  # no sink word in the file: none in any of its functions
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
@@ -474,9 +475,9 @@ def plan(text: str, path: str, *, fast: bool = True) -> Plan:
             return Plan(WHOLE, text, lines, needles, tree=validate(text, path))
         chunk_trees.append(chunk_tree)
         spans.keep(start, end, chunk_tree)
-        if mentions_sink_word(chunk) and _may_hit(chunk_tree):
+        if has_sink_word and mentions_sink_word(chunk) and _may_hit(chunk_tree):
             screened.append((start, end))
-    if not mentions_sink_word(text):
+    if not has_sink_word:
         # No sink anywhere in the file: no flow through a helper, a member or a parameter
         # of it can end in one here (one that leaves for another module is the project's
         # business, :mod:`.project`). 14 of vLLM's 41 files holding a capture size.

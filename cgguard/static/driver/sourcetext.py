@@ -59,6 +59,11 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def word_char(ch: str) -> bool:
+    """A character ``\\w`` matches (``re``'s word characters: letters, digits, ``_``)."""
+    return ch.isalnum() or ch == "_"
+
+
 def word_matches(pattern: re.Pattern, text: str):
     """``pattern``'s matches in ``text`` that start a word, as ``\\b`` + ``pattern`` finds them
     (``pattern`` starts with a word character): a match inside a word is passed over and
@@ -68,7 +73,7 @@ def word_matches(pattern: re.Pattern, text: str):
         m = pattern.search(text, at)
         if m is None:
             return
-        if m.start() and (text[m.start() - 1].isalnum() or text[m.start() - 1] == "_"):
+        if m.start() and word_char(text[m.start() - 1]):
             at = m.start() + 1
             continue
         yield m
