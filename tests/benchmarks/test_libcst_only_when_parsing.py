@@ -109,6 +109,17 @@ def test_a_big_tree_with_nothing_to_parse_never_imports_libcst(tmp_path: Path, j
 
 
 @pytest.mark.parametrize("jobs", [None, "2"], ids=["default", "shared"])
+def test_a_tree_shared_from_the_start_with_nothing_to_parse_never_imports_libcst(tmp_path: Path, jobs: str | None) -> None:
+    """A run of MIN_SHARED_FILES files or more shares its screen from the first file
+    (parallel.py): still no libcst where nothing is parsed, in either process."""
+    from cgguard.static.driver.parallel import MIN_SHARED_FILES
+
+    tree = _big_tree(tmp_path / "tree")
+    _write(tree, {f"small_{i:04d}": f"x_{i} = {i}\n" for i in range(MIN_SHARED_FILES)})
+    assert not _imports_libcst(tree, jobs=jobs)
+
+
+@pytest.mark.parametrize("jobs", [None, "2"], ids=["default", "shared"])
 def test_a_big_tree_with_findings_imports_libcst_once(tmp_path: Path, jobs: str | None) -> None:
     """Files to parse on both sides of a shared run: the helper hands them to the main
     process, so libcst is imported once per run, not once per process."""

@@ -206,3 +206,49 @@ def test_files_not_yet_screened_are_claimed_biggest_first_and_big_ones_alone(mon
     # Each big file was a claim of its own: the other side did not wait for it to start
     # the small ones, so small files ran in both processes.
     assert len({pid for _, _, pid in results}) == 2
+
+
+def test_the_parent_takes_the_biggest_file_first(monkeypatch):
+    """The parent claims the biggest file before the child exists, screened or not: that is
+    where libcst's work most likely is, which only the parent does (the child, taking vLLM's
+    runner, ran its screen for nothing before handing it over)."""
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 1)  # shared after the first item
+    parent = os.getpid()
+
+    def work(x, payload):
+        time.sleep(0.002)
+        return x, os.getpid()
+
+    for big, sizes in ((37, {37: 10**6}), (0, {})):  # unscreened biggest, then the screened one
+        weights = {0: 10**5}
+        results = parallel.map_files(
+            lambda x: parallel.Later(x, weights.get(x, sizes.get(x, 10))), work, list(range(80)),
+            size=lambda x: sizes.get(x, 10),
+        )
+        assert [x for x, _ in results] == list(range(80))
+        assert results[big][1] == parent
+        assert len({pid for _, pid in results}) == 2
+
+
+def test_a_run_of_many_files_shares_the_screen_from_the_start(monkeypatch):
+    """From MIN_SHARED_FILES files on, the screen itself is worth a second core: the share
+    starts before the first file is read, even where nothing is left for the work."""
+    monkeypatch.delenv("CGGUARD_JOBS", raising=False)
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
+    monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 10**12)  # the work found never decides
+
+    def screen(x):
+        time.sleep(0.0002)
+        return x, os.getpid()
+
+    many = parallel.map_files(screen, lambda x, p: None, list(range(parallel.MIN_SHARED_FILES)))
+    assert [x for x, _ in many] == list(range(parallel.MIN_SHARED_FILES))
+    assert len({pid for _, pid in many}) == 2
+    fewer = parallel.map_files(screen, lambda x, p: None, list(range(parallel.MIN_SHARED_FILES - 1)))
+    assert {pid for _, pid in fewer} == {os.getpid()}
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 1)  # no idle core: no share, however many
+    assert {pid for _, pid in parallel.map_files(screen, lambda x, p: None, list(range(parallel.MIN_SHARED_FILES)))} == {os.getpid()}

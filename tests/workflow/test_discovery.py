@@ -198,3 +198,15 @@ def test_exclude_replaces_defaults_and_globs_are_relative_to_the_config_file(tmp
     assert finding_paths(_check(root, ".").stdout) == ["sub/ok.py", "venv/x.py"]
     # Run from the subfolder: the globs still count from the config file's folder.
     assert finding_paths(_check(root / "sub", ".").stdout) == ["ok.py"]
+
+
+def test_sizes_are_filled_from_discoverys_own_stat(tmp_path):
+    """The driver orders the shared work by file size: discovery hands over the size
+    from the ``stat`` it makes anyway (a second stat per file cost 8 ms on vLLM)."""
+    write(tmp_path, {"pkg/a.py": "x = 1\n", "pkg/b.py": "y = 22222\n" * 3, "c.py": ""})
+    sizes: dict[str, int] = {}
+    found = [p for p, error in discover([str(tmp_path / "pkg"), str(tmp_path / "c.py"), str(tmp_path / "gone.py")], Settings(), sizes) if error is None]
+    assert sorted(sizes) == sorted(found) and len(found) == 3
+    assert {os.path.basename(p): n for p, n in sizes.items()} == {"a.py": 6, "b.py": 30, "c.py": 0}
+    # Without the dict, discovery finds the same files.
+    assert [p for p, e in discover([str(tmp_path / "pkg"), str(tmp_path / "c.py")], Settings()) if e is None] == found

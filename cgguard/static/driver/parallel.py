@@ -7,7 +7,10 @@ real work, and only the screen tells how much there is. So one process screens
 the files in order, adding up the text they leave; the first time that reaches
 :data:`MIN_SHARED_BYTES` it decides, once, whether to fork one child to share
 what is left (the files it left so far, biggest first, then the files not yet
-screened, biggest first by their size on disk). It forks when all of these hold:
+screened, biggest first by their size on disk). A run of :data:`MIN_SHARED_FILES`
+files or more shares from the start instead: its screen alone pays. Either way, the
+parent takes the biggest file first (where libcst's work most likely is). It forks
+when all of these hold:
 
 - ``os.fork`` exists and ``CGGUARD_JOBS`` is not ``1``;
 - two CPUs are usable (affinity, cgroup quota) and one of them is idle now (the
@@ -15,9 +18,9 @@ screened, biggest first by their size on disk). It forks when all of these hold:
   process's work on the only other core does not help the parent, it competes;
 - at least two items are left to share.
 
-Below the threshold (a pre-commit run, a plugin tree with nothing to parse, a
-tree whose capture sizes sit in a few small files) the fork would cost about what
-it saves: the run stays in one process, exactly as with ``CGGUARD_JOBS=1``.
+Below both thresholds (a pre-commit run, a plugin tree of a few hundred files with
+nothing to parse, a tree whose capture sizes sit in a few small files) the fork would
+cost about what it saves: the run stays in one process, exactly as with ``CGGUARD_JOBS=1``.
 ``CGGUARD_JOBS=2`` shares whenever two items are left (tests; measuring the split).
 
 The two processes claim work from a shared pipe of batch numbers (a pipe read of
@@ -45,6 +48,12 @@ P = TypeVar("P")
 # of work quiet: the helper's half still beats the fork's cost when it is found last.
 # On vLLM it is found after 164 of 2,642 files, and the rest of the screen is shared too.
 MIN_SHARED_BYTES = 256 * 1024
+# Files from which the byte screen alone pays for a second process, before any is read:
+# vLLM's screen costs about 75 us a file (read, needles, the importer's byte test), so
+# 1,024 files are about 0.08 s of CPU against a few milliseconds for the fork and the
+# results' way back. Shared from the start, the 126 files vLLM's screen read alone
+# before the work it found decided (0.03 s) are shared too.
+MIN_SHARED_FILES = 1024
 BATCH = 8  # files not yet screened are claimed at most this many at a time,
 BATCH_BYTES = 32 * 1024  # and no more bytes than this (a bigger file is a claim of its own)
 _IN_CHILD = False
@@ -89,6 +98,10 @@ def map_files(
     weight = 0
     decided = False
     threshold = 0 if os.environ.get("CGGUARD_JOBS") == "2" else MIN_SHARED_BYTES
+    if len(items) >= MIN_SHARED_FILES and _share(len(items)):
+        if before_fork is not None:
+            before_fork()
+        return [r for _, r in sorted(_shared(screen, work, items, [], 0, size).items())]
     for i, item in enumerate(items):
         out = screen(item)
         if not isinstance(out, Later):
@@ -176,14 +189,20 @@ def _shared(
     # screened files, then those not yet screened. Those were in path order, and the
     # biggest work of vLLM's tree (its model runner, under v1/) came last: the parent
     # imported libcst while the child, out of work, waited (0.78 s against 0.9 s).
-    units: list[tuple[int, object]] = [(i, p) for i, p, _ in sorted(left, key=lambda x: -x[2])]
+    screened = sorted(left, key=lambda x: -x[2])
     rest = list(range(unscreened, len(items)))
     sizes = {i: size(items[i]) for i in rest} if size is not None else {i: 0 for i in rest}
     rest.sort(key=lambda i: -sizes[i])
+    # The biggest file of all goes first, a claim of its own, even when it is not screened
+    # yet (vLLM's runner, 322 KB, against 69 KB for the biggest screened one): the parent
+    # takes that claim (below), and the biggest work is where libcst's most likely is.
+    lead = [rest.pop(0)] if rest and (not screened or sizes[rest[0]] > screened[0][2]) else []
+    units: list[tuple[int, object]] = [(i, _UNSCREENED) for i in lead]
+    units += [(i, p) for i, p, _ in screened]
     units += [(i, _UNSCREENED) for i in rest]
-    n, m = len(units), len(left)
-    # One screened file per claim, files not yet screened up to BATCH and BATCH_BYTES at
-    # a time; more per claim when the numbers would not fit the pipe (half its room for
+    n, m = len(units), len(lead) + len(screened)  # the first m are claimed one at a time
+    # One screened file (or the lead) per claim, files not yet screened up to BATCH and
+    # BATCH_BYTES at a time; more per claim when the numbers would not fit the pipe (half its room for
     # each kind).
     screened_batch = max(1, -(-m * _RECORD // (_PIPE_ROOM // 2)))
     batch = max(BATCH, -(-(n - m) * _RECORD // (_PIPE_ROOM // 2)))
@@ -231,13 +250,18 @@ def _shared(
         del pending[:whole]
         return out
 
+    # The parent takes the first claim (the biggest file the screen left) before the child
+    # exists. That is where libcst's work most likely is, which only the parent does: taken
+    # by the child, its screen ran twice (0.045 s for vLLM's runner) before it was handed over.
+    first_claim = [os.read(tokens_r, _RECORD)]
+
     def claim(child: bool) -> dict[int, R]:
         done: dict[int, R] = {}
         while True:
             if not child:
                 for u in take_left(block=False):
                     done[u] = run(u)
-            record = os.read(tokens_r, _RECORD)
+            record = first_claim.pop() if first_claim and not child else os.read(tokens_r, _RECORD)
             if len(record) < _RECORD:
                 return done
             first, last = bounds[int.from_bytes(record, "little")]

@@ -92,9 +92,12 @@ class RunResult:
         return 0
 
 
-def iter_python_files(paths: Iterable[str], settings=None) -> Iterator[tuple[str, FileError | None]]:
-    """Files to check (see :mod:`cgguard.static.workflow.discovery`); ``settings`` is a config.Settings."""
-    return discover(paths, settings)
+def iter_python_files(
+    paths: Iterable[str], settings=None, sizes: dict[str, int] | None = None
+) -> Iterator[tuple[str, FileError | None]]:
+    """Files to check (see :mod:`cgguard.static.workflow.discovery`); ``settings`` is a
+    config.Settings; ``sizes`` is filled with each file's size (from discovery's ``stat``)."""
+    return discover(paths, settings, sizes)
 
 
 def _checker(path: str, finding_filter: FindingFilter | None):
@@ -311,13 +314,13 @@ def check_paths(
         # The stages every file the screen leaves goes through, imported once in the parent.
         from cgguard.static.driver import analyse, check, helperscreen, parse, project, report  # noqa: F401
 
-    def size(item: tuple[str, FileError | None]) -> int:
-        try:
-            return 0 if item[1] else os.stat(item[0]).st_size
-        except OSError:
-            return 0  # the screen reports it
+    sizes: dict[str, int] = {}  # discovery's stat of each file, read again by no one
 
-    return RunResult(files=map_files(screen, work, list(iter_python_files(paths, settings)), before_fork, size))
+    def size(item: tuple[str, FileError | None]) -> int:
+        return 0 if item[1] else sizes.get(item[0], 0)  # 0: the screen reports what is wrong
+
+    files = list(iter_python_files(paths, settings, sizes))
+    return RunResult(files=map_files(screen, work, files, before_fork, size))
 
 
 def fix_paths(

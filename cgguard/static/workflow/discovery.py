@@ -74,11 +74,15 @@ def force_excluded(path: str, settings: Settings, excludes: PathGlobs | None = N
     return bool(excludes) and excludes.match_within(relative_to_root(path, settings.root))
 
 
-def discover(paths: Iterable[str], settings: Settings | None = None) -> Iterator[tuple[str, FileError | None]]:
-    """(path, None) for each file to check, (path, error) for each path that cannot be."""
+def discover(
+    paths: Iterable[str], settings: Settings | None = None, sizes: dict[str, int] | None = None
+) -> Iterator[tuple[str, FileError | None]]:
+    """(path, None) for each file to check, (path, error) for each path that cannot be.
+    ``sizes``, when given, is filled with each file's size in bytes, from the ``stat``
+    discovery makes anyway (the driver shares the biggest files first)."""
     settings = settings or Settings()
     excludes = PathGlobs(settings.all_excludes())
-    once = _Once()
+    once = _Once(sizes)
     for path in paths:
         if force_excluded(path, settings, excludes):
             continue
@@ -120,9 +124,10 @@ class _Once:
     hard links stay two files.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, sizes: dict[str, int] | None = None) -> None:
         self._inodes: dict[tuple[int, int], list[str]] = {}
         self._paths: set[tuple[str, str]] = set()
+        self._sizes = sizes
 
     def first_file(self, path: str) -> bool:
         try:
@@ -135,6 +140,8 @@ class _Once:
             if any(os.path.realpath(p) == real for p in seen):
                 return False
         seen.append(path)
+        if self._sizes is not None:
+            self._sizes[path] = st.st_size
         return True
 
     def first_folder(self, path: str) -> bool:
