@@ -81,3 +81,29 @@ def test_imports_are_followed_from_every_place_a_module_can_live(tmp_path):
         _project(root, files)
         found = check_paths([str(root / Path(next(k for k in files if k.endswith("runner.py"))))]).findings
         assert [(Path(f.path).name, f.line, f.code) for f in found] == [("runner.py", 7, "CGG001")], name
+
+
+def test_imports_are_followed_however_they_are_written(tmp_path):
+    # Shapes the screen's old scanner passed over, so the flow through the helper went
+    # unreported: a name after a backslash continuation, an alias that is not the first
+    # of its statement, a continuation before `import`, an import after `;`.
+    helper = HELPER + "\n\ndef twice(vllm_config):\n    return 2 * profiling_num_blocks(vllm_config)\n"
+    use = (
+        "\n\nclass NPUModelRunner(GPUModelRunner):\n"
+        "    def _init_minimal_kv_cache_for_profiling(self):\n"
+        "        self.cache_config.num_gpu_blocks_override = {call}(self.vllm_config)\n"
+    )
+    shapes = {
+        "continued_names": ("from plugin.limits import twice, \\\n    profiling_num_blocks\n", "profiling_num_blocks"),
+        "second_alias": ("import os, plugin.limits as lim\n", "lim.profiling_num_blocks"),
+        "continued_from": ("from plugin.limits \\\n    import profiling_num_blocks\n", "profiling_num_blocks"),
+        "after_semicolon": ("import os; from plugin.limits import profiling_num_blocks\n", "profiling_num_blocks"),
+    }
+    for name, (imports, call) in shapes.items():
+        runner = imports + use.format(call=call)
+        (tmp_path / name).mkdir()
+        root = _project(tmp_path / name, {"plugin/__init__.py": "", "plugin/limits.py": helper, "plugin/runner.py": runner})
+        line = runner[: runner.index(f"= {call}(")].count("\n") + 1
+        for named in (root / "plugin" / "runner.py", root):
+            found = check_paths([str(named)]).findings
+            assert [(Path(f.path).name, f.line, f.code) for f in found] == [("runner.py", line, "CGG001")], (name, named)

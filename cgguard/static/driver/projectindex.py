@@ -18,6 +18,7 @@ import re
 from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
+from typing import Iterator
 
 from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.projectroot import project_root
@@ -374,22 +375,150 @@ def project_for(path: str) -> Project | None:
         _PROJECTS[root] = Project(root)
     return _PROJECTS[root]
 
-# The first line of an import statement, at any indentation (imports inside functions
-# and `if TYPE_CHECKING:` blocks count as well).
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+\.*[\w.]*[ \t]+import\b|import[ \t]+[\w.])", re.M)
-
-
 def _import_tree(text: str) -> ast.Module:
-    """A module of ``text``'s import statements alone, each parsed on its own (a line in
-    a string that reads like an import and does not parse is left out)."""
+    """A module of ``text``'s import statements alone, each parsed on its own: of the ways
+    to read one (:func:`_import_statements`), the one reaching furthest back that parses
+    as an import (a line in a string that reads like an import and does not parse is
+    left out)."""
     body: list[ast.stmt] = []
-    for match in _IMPORT_LINE.finditer(text):
-        end = _statement_end(text, match.end())
-        try:
-            body += ast.parse(text[match.start() : end].strip()).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
+    for after, ways in _import_statements(text):
+        end = _import_end(text, after)
+        for start, _ in reversed(ways):
+            try:
+                parsed = ast.parse(text[start:end].strip(" \t\f")).body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            if parsed and isinstance(parsed[0], (ast.Import, ast.ImportFrom)):
+                body += parsed
+                break
     return ast.Module(body=body, type_ignores=[])
+
+
+def _import_specs(text: str) -> Iterator[tuple[str, str, str]]:
+    """What ``text``'s import statements import, read on its text before any parse, every
+    way a statement can be read (:func:`_import_statements`): ``("from", spec, names)``
+    for ``from spec import names`` and ``("import", dotted, "")`` for each ``dotted as
+    alias`` of an ``import``. A superset, as the screen needs."""
+    for after, ways in _import_statements(text):
+        for _, spec in ways:
+            # Read in place up to the line's end, a comment or `;` (a parenthesised list:
+            # to its `)`), and again with the continuations joined where the line goes on.
+            names = _NAMES_AFTER.match(text, after)
+            listed = names.group(1)
+            if listed is None:
+                listed = names.group(2)
+                if listed.endswith(("\\", "\\\r")):
+                    names = _NAMES_AFTER.match(_joined(text[after : _import_end(text, after)]))
+                    listed = names.group(1) if names.group(1) is not None else names.group(2)
+            if spec is not None:
+                yield "from", spec, listed
+            else:  # import a.b as c, d as e
+                for m in _ALIASED.finditer(listed):
+                    yield "import", _squeezed(m.group(1)), ""
+
+
+def _squeezed(dotted: str) -> str:
+    # `pkg . mod` is `pkg.mod`: Python allows spaces around the dots of a dotted name.
+    return "".join(dotted.split()) if " " in dotted or "\t" in dotted or "\f" in dotted else dotted
+
+
+def _import_statements(text: str) -> Iterator[tuple[int, list[tuple[int, str | None]]]]:
+    """The import statements of ``text``, found from each ``import`` word (a handful per
+    file, where a pattern would be tried at every line): (after, ways). ``after`` is
+    where the word ends; ``ways`` are the places the statement may start, nearest first,
+    each with the module it names: None for ``import ...``, ``spec`` for ``from spec
+    import ...``.
+
+    Every way is kept where only a parse could choose: a docstring's example counts, an
+    import after ``;`` or a compound statement's ``:`` does, and a line before the word
+    that ends in a backslash continues the statement unless that backslash ends a comment
+    (both readings are kept). Continuations read as the spaces they are."""
+    find, rfind = text.find, text.rfind
+    at = find("import")
+    while at >= 0:
+        after = at + 6
+        if text[after : after + 1] in _AFTER_IMPORT:
+            start = rfind("\n", 0, at) + 1
+            if start and _continued(text, start - 1):
+                ways = [w for w in (_way(text, s, at) for s in _import_starts(text, at)) if w is not None]
+            else:  # on one line (most imports): no continuation to follow back
+                head = text[start:at].strip(" \t\f")
+                m = _FROM_PLAIN.fullmatch(head) if head else None
+                if not head:
+                    ways = [(start, None)]
+                elif m is not None:  # `from pkg.mod` (the usual way)
+                    ways = [(start, m.group(1))]
+                else:
+                    way = _way(text, start, at)
+                    ways = [way] if way is not None else []
+            if ways:
+                yield after, ways
+        at = find("import", after)
+
+
+_AFTER_IMPORT = frozenset((" ", "\t", "\f", "(", "\\"))
+
+
+def _way(text: str, start: int, at: int) -> tuple[int, str | None] | None:
+    """(where the statement starts, the module it names: None for ``import``) if
+    ``text[start:at]`` can be the head of an import statement, after any ``;`` or ``:``
+    (``x = 1; import ...``, ``if TYPE_CHECKING: from ...``); else None."""
+    raw = text[start:at]
+    head = _joined(raw)
+    cut = max(head.rfind(";"), head.rfind(":")) + 1
+    head = head[cut:].strip(" \t\f")
+    where = start + _raw_offset(raw, cut)
+    if not head:
+        return where, None
+    m = _FROM_SPEC.fullmatch(head) if head.startswith("from") else None
+    return (where, _squeezed(m.group(1))) if m is not None else None
+
+
+def _import_starts(text: str, at: int) -> Iterator[int]:
+    """Where the statement holding ``at`` may start: its line's start, then the start of
+    each line before it that ends in a backslash (a continuation, unless in a comment)."""
+    start = text.rfind("\n", 0, at) + 1
+    yield start
+    while start and _continued(text, start - 1):
+        start = text.rfind("\n", 0, start - 1) + 1
+        yield start
+
+
+def _continued(text: str, nl: int) -> bool:
+    """Does the line ending at ``text[nl]`` (its newline) end in a backslash?"""
+    return text[nl - 1 : nl] == "\\" or text[nl - 2 : nl] == "\\\r"
+
+
+def _import_end(text: str, i: int) -> int:
+    """:func:`_statement_end` from ``i``, most often the end of the line without reading
+    it character by character (no parenthesis, no continuation)."""
+    nl = text.find("\n", i)
+    if nl < 0:
+        nl = len(text)
+    if "(" in text[i:nl] or _continued(text, nl):
+        return _statement_end(text, i)
+    return nl
+
+
+def _joined(part: str) -> str:
+    """``part`` with its backslash continuations read as the spaces they are."""
+    return part.replace("\\\r\n", " ").replace("\\\n", " ") if "\\" in part else part
+
+
+def _raw_offset(raw: str, joined_offset: int) -> int:
+    """Where in ``raw`` the character ``joined_offset`` of ``_joined(raw)`` lies."""
+    if "\\" not in raw:
+        return joined_offset
+    i = j = 0
+    while j < joined_offset and i < len(raw):
+        for cont in ("\\\r\n", "\\\n"):
+            if raw.startswith(cont, i):
+                i += len(cont)
+                break
+        else:
+            i += 1
+        j += 1
+    return i
 
 
 def _statement_end(text: str, i: int) -> int:
@@ -405,6 +534,9 @@ def _statement_end(text: str, i: int) -> int:
             depth -= 1
         elif c == "\\" and text.startswith("\n", i + 1):
             i += 2
+            continue
+        elif c == "\\" and text.startswith("\r\n", i + 1):
+            i += 3
             continue
         elif c == "#":
             nl = text.find("\n", i)
@@ -460,34 +592,12 @@ def _top_functions_of(tree: ast.Module | None, lines: list[str], keep) -> dict[s
     return found
 
 
-def _import_specs(text: str):
-    """The import statements of ``text`` on its bytes, before any parse: ``("from", spec,
-    names)`` for ``from spec import names`` (a parenthesised list may span lines) and
-    ``("import", dotted, "")`` for ``import dotted as alias``. Found from each ``import``
-    word (a handful per file) rather than by a multi-line pattern tried at every line:
-    a superset (a docstring's example counts), as the screen needs."""
-    at = text.find("import")
-    while at >= 0:
-        end = at + 6
-        after = text[end : end + 1]
-        if after in (" ", "\t", "("):
-            start = text.rfind("\n", 0, at) + 1
-            head = text[start:at].strip(" \t")
-            if not head:
-                m = _IMPORT_AS.match(text, end)
-                if m:
-                    yield "import", m.group(1), ""
-            elif head.startswith("from"):
-                m = _FROM_SPEC.fullmatch(head)
-                if m:
-                    names = _NAMES_AFTER.match(text, end)
-                    yield "from", m.group(1), names.group(1) if names.group(1) is not None else names.group(2)
-        at = text.find("import", end)
-
-
-_FROM_SPEC = re.compile(r"from[ \t]+(\.*[\w.]*)[ \t]*")
-_IMPORT_AS = re.compile(r"[ \t]+([\w.]+)[ \t]+as[ \t]+\w+")
-_NAMES_AFTER = re.compile(r"[ \t]*(?:\(([^)]*)\)?|([^\n#;]*))")
+_FROM_PLAIN = re.compile(r"from[ \t\f]+(\.*[\w.]*)[ \t\f]*")  # no spaces around its dots
+# `from spec` before an import word, spaces allowed around the dots of ``spec``
+# (`from . import x`, `from pkg . mod import x` are Python too).
+_FROM_SPEC = re.compile(r"from[ \t\f]+((?:\.[ \t\f]*)*(?:\w+(?:[ \t\f]*\.[ \t\f]*\w+)*)?)[ \t\f]*")
+_ALIASED = re.compile(r"(?:^|,)[ \t\f]*(\w+(?:[ \t\f]*\.[ \t\f]*\w+)*)[ \t\f]+as[ \t\f]+\w+")
+_NAMES_AFTER = re.compile(r"[ \t\f]*(?:\(([^)]*)\)?|([^\n#;]*))")
 _NAMES = re.compile(r"\w+")
 _AS_NAME = re.compile(r"\bas\b\s+\w+")
 
