@@ -33,7 +33,12 @@ from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.projectindex import Project, imports_a_helper, project_for
 from cgguard.static.driver.sourcetext import split_lines
 from cgguard.static.rules.model import mentions_sink_word
-from cgguard.static.rules.pytree import first_line, statements_at, walk
+from cgguard.static.rules.pytree import (
+    first_line,
+    outermost_function,
+    statements_at,
+    walk,
+)
 
 
 def imported_params(text: str, path: str):
@@ -240,7 +245,7 @@ def _cut(tree: ast.Module, text: str, lines: list[str], by_name, by_module) -> l
     for m in re.finditer(rf"(?<![\w.])(?:{'|'.join(spelled)})(?!\w)", text):
         lineno = bisect_right(starts, m.start())
         chain = statements_at(tree, lineno, cache)
-        func = next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        func = outermost_function(chain)
         if func is not None:
             first = first_line(func)
             chunks[first] = (first - 1, func.end_lineno)

@@ -18,7 +18,7 @@ import re
 from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.projectroot import project_root

@@ -28,7 +28,7 @@ from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import split_lines
 from cgguard.static.rules.model import mentions_sink_word
-from cgguard.static.rules.pytree import children, parameter_defaults, statements_at, walk
+from cgguard.static.rules.pytree import children, outermost_function, parameter_defaults, statements_at, walk
 
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
@@ -60,7 +60,7 @@ def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, i
     cache: dict[int, list[int]] = {}
     for lineno in needles:
         chain = statements_at(tree, lineno, cache)
-        func = next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        func = outermost_function(chain)
         if func is not None:
             chunks[func.lineno] = (func.lineno - 1, func.end_lineno)
             funcs[func.lineno - 1] = func

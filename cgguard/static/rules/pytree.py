@@ -74,6 +74,11 @@ def statements_at(tree: ast.Module, lineno: int, cache: dict[int, list[int]]) ->
         block = inner_block(block[i], lineno)
     return chain
 
+def outermost_function(chain: list[ast.stmt]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The outermost function of a :func:`statements_at` chain: the one the screen cuts out."""
+    return next((n for n in chain if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+
+
 def first_line(stmt: ast.stmt) -> int:
     decorators = getattr(stmt, "decorator_list", None)
     return decorators[0].lineno if decorators else stmt.lineno
