@@ -456,7 +456,7 @@ def _import_statements(text: str) -> Iterator[tuple[int, list[tuple[int, str | N
         at = find("import", after)
 
 
-_AFTER_IMPORT = frozenset((" ", "\t", "\f", "(", "\\"))
+_AFTER_IMPORT = frozenset((" ", "\t", "\f", "(", "\\", "*"))  # what may follow the word in an import
 
 
 def _way(text: str, start: int, at: int) -> tuple[int, str | None] | None:
