@@ -30,6 +30,7 @@ from itertools import accumulate
 from typing import Callable, Iterable
 
 from cgguard.static.driver.sourcetext import word_char, word_matches
+from cgguard.static.rules import model
 from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, is_sink_name, mentions_sink_word
 from cgguard.static.rules.pytree import children, parameter_defaults, statements, walk
 
@@ -236,8 +237,6 @@ def _self_target(target: ast.AST) -> bool:
 def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
     """Can the function of ``tree`` (a cut function) hand ``self.<member>`` to a block-count
     sink (or return it)? Flow-insensitive, on Python's tree: an over-approximation of the rules."""
-    from cgguard.static.rules import model
-
     if tree is None:
         return True  # the parse that follows decides
     tainted = {f"self.{m}" for m in members}
@@ -290,9 +289,7 @@ def _value_nodes(expr: ast.AST):
     (``torch.zeros(n)`` is a buffer, not a count)."""
     global _CARRYING_CALLS
     if _CARRYING_CALLS is None:
-        from cgguard.static.rules import model
-
-        _CARRYING_CALLS = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
+            _CARRYING_CALLS = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
     stack = [expr]
     while stack:
         node = stack.pop()
@@ -324,21 +321,28 @@ def _counts(expr: ast.AST, tainted: set[str]) -> bool:
     return False
 
 
+_PASSED_OVER = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Name, ast.Constant})
+
+
 def _function_may_return(func: ast.AST) -> bool:
     assignments: list[tuple[list[ast.AST], ast.AST]] = []
     returns: list[ast.AST] = []
     stack = list(func.body)
+    pop, push = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue  # its own scope
-        if isinstance(node, ast.Return) and node.value is not None:
-            returns.append(node.value)
-        elif isinstance(node, ast.Assign):
+        node = pop()
+        kind = node.__class__  # the parser makes no subclasses: a class test is isinstance here
+        if kind in _PASSED_OVER:
+            continue  # its own scope, or a name or constant (nothing below it)
+        if kind is ast.Return:
+            if node.value is not None:
+                returns.append(node.value)
+        elif kind is ast.Assign:
             assignments.append((node.targets, node.value))
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-            assignments.append(([node.target], node.value))
-        stack.extend(children(node))
+        elif kind is ast.AnnAssign or kind is ast.NamedExpr:
+            if node.value is not None:
+                assignments.append(([node.target], node.value))
+        push(children(node))
     if not returns:
         return False
     tainted: set[str] = set()
@@ -466,8 +470,6 @@ def _reads(expr: ast.AST, defined: set[str] | None) -> tuple[bool, set[str]]:
     rules follow values: operators, magnitude-keeping calls, ``min``/``max``/``getattr``
     and calls of ``defined`` (None: every call) carry; other calls (``torch.zeros(n)``,
     a buffer) and comprehensions end a value."""
-    from cgguard.static.rules import model
-
     carrying = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
     capture = False
     keys: set[str] = set()

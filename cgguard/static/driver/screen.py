@@ -23,10 +23,11 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from cgguard.static.driver.helperscreen import sink_key, sink_target
+from cgguard.static.driver.helperscreen import _dotted, _mentions, _target_keys, sink_key, sink_target
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import split_lines
+from cgguard.static.rules import model as vocab
 from cgguard.static.rules.model import mentions_sink_word
 from cgguard.static.rules.pytree import children, outermost_function, parameter_defaults, statements_at, walk
 
@@ -73,6 +74,13 @@ def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, i
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SCOPE_KINDS = frozenset(_SCOPES)
+_SOURCE_KINDS = frozenset({ast.Attribute, ast.Subscript, ast.Call})  # what _is_source can accept
+_ONE_TARGET = frozenset({ast.AnnAssign, ast.AugAssign, ast.NamedExpr})
+_LOOPS = frozenset({ast.For, ast.AsyncFor, ast.comprehension})
+# Nodes the scope walk passes over: a name (an assignment target is read from its
+# statement) and a constant, which hold nothing it looks for.
+_BARE = frozenset({ast.Name, ast.Constant})
 
 
 def _may_hit(tree: ast.Module) -> bool:
@@ -102,8 +110,6 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
     find. Flows through other scopes (helpers, members, parameters) are the other
     screens' business (:mod:`.helperscreen`).
     """
-    from cgguard.static.driver.helperscreen import _mentions
-
     source = False
     tainted: set[str] = set()
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -115,33 +121,41 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
     stores: list[tuple[list[str], ast.AST]] = []
     sinks: list[ast.AST] = []  # values that reach a sink
     stack = list(scope.body)
+    pop, push = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
-        if isinstance(node, _SCOPES):
+        node = pop()
+        kind = node.__class__  # the parser makes no subclasses: a class test is isinstance here
+        if kind in _BARE:
+            continue
+        if kind in _SCOPE_KINDS:
             nested.append(node)
             continue
-        source = source or _is_source(node)
+        if not source and kind in _SOURCE_KINDS:
+            source = _is_source(node)
         targets = value = None
-        if isinstance(node, ast.Assign):
+        if kind is ast.Assign:
             targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
-            targets, value = [node.target], node.value
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        elif kind in _ONE_TARGET:
+            if node.value is not None:
+                targets, value = [node.target], node.value
+        elif kind in _LOOPS:
             targets, value = [node.target], node.iter
-        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            targets, value = [node.optional_vars], node.context_expr
-        elif isinstance(node, ast.keyword):
+        elif kind is ast.withitem:
+            if node.optional_vars is not None:
+                targets, value = [node.optional_vars], node.context_expr
+        elif kind is ast.keyword:
             if node.arg is None or _is_sink(node):
                 sinks.append(node.value)  # a sink keyword, or a dict splatted into a call
-        elif isinstance(node, ast.Call) and _is_sink(node):
-            sinks += [*node.args, *(k.value for k in node.keywords)]
-        elif isinstance(node, ast.Dict):
+        elif kind is ast.Call:
+            if _is_sink(node):
+                sinks += [*node.args, *(k.value for k in node.keywords)]
+        elif kind is ast.Dict:
             sinks += [v for k, v in zip(node.keys, node.values) if sink_key(k)]
         if targets is not None:
             stores.append(([k for t in targets for k in _store_keys(t)], value))
             if any(sink_target(t) for t in targets):
                 sinks.append(value)
-        stack.extend(children(node))
+        push(children(node))
     if not (source and sinks):
         return False
     changed = True
@@ -157,8 +171,6 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
 def _store_keys(target: ast.AST):
     """The names and chains an assignment target taints: an element store taints its
     container (``sizes[0] = n`` -> ``sizes``)."""
-    from cgguard.static.driver.helperscreen import _dotted, _target_keys
-
     if isinstance(target, ast.Subscript):
         base = _dotted(target.value)
         return [base] if base is not None else []
@@ -173,8 +185,6 @@ def _last(node: ast.AST) -> str | None:
 
 
 def _is_source(node: ast.AST) -> bool:
-    from cgguard.static.rules import model as vocab
-
     # A value read (an assignment target is not a source).
     if isinstance(node, ast.Attribute):
         return node.attr in vocab.CAPTURE_SIZE_ATTRS and not isinstance(node.ctx, ast.Store)
@@ -189,8 +199,6 @@ def _is_source(node: ast.AST) -> bool:
 
 
 def _is_sink(node: ast.AST) -> bool:
-    from cgguard.static.rules import model as vocab
-
     if isinstance(node, ast.Call):
         callee = _last(node.func)
         return callee is not None and vocab.is_profiling_builder(callee)
