@@ -439,7 +439,7 @@ def _import_statements(text: str) -> Iterator[tuple[int, list[tuple[int, str | N
         after = at + 6
         if text[after : after + 1] in _AFTER_IMPORT:
             start = rfind("\n", 0, at) + 1
-            if start and _continued(text, start - 1):
+            if start > 1 and text[start - 2] in "\\\r" and _continued(text, start - 1):  # rare: a line continued
                 ways = [w for w in (_way(text, s, at) for s in _import_starts(text, at)) if w is not None]
             else:  # on one line (most imports): no continuation to follow back
                 head = text[start:at].strip(" \t\f")
