@@ -110,12 +110,15 @@ def test_a_big_tree_with_nothing_to_parse_never_imports_libcst(tmp_path: Path, j
 
 @pytest.mark.parametrize("jobs", [None, "2"], ids=["default", "shared"])
 def test_a_tree_shared_from_the_start_with_nothing_to_parse_never_imports_libcst(tmp_path: Path, jobs: str | None) -> None:
-    """A run of MIN_SHARED_FILES files or more shares its screen from the first file
-    (parallel.py): still no libcst where nothing is parsed, in either process."""
-    from cgguard.static.driver.parallel import MIN_SHARED_FILES
+    """A run whose files hold MIN_SHARED_SCREEN bytes or more shares its screen from the
+    first file (parallel.py): still no libcst where nothing is parsed, in either process."""
+    from cgguard.static.driver.parallel import MIN_SHARED_SCREEN
 
     tree = _big_tree(tmp_path / "tree")
-    _write(tree, {f"small_{i:04d}": f"x_{i} = {i}\n" for i in range(MIN_SHARED_FILES)})
+    body = "".join(f"def helper_{i}(x):\n    return x * {i} + 1\n\n" for i in range(2000))
+    count = -(-MIN_SHARED_SCREEN // len(body))
+    _write(tree, {f"big_{i:03d}": body for i in range(count)})
+    assert sum(f.stat().st_size for f in tree.glob("*.py")) >= MIN_SHARED_SCREEN
     assert not _imports_libcst(tree, jobs=jobs)
 
 

@@ -233,22 +233,28 @@ def test_the_parent_takes_the_biggest_file_first(monkeypatch):
         assert len({pid for _, pid in results}) == 2
 
 
-def test_a_run_of_many_files_shares_the_screen_from_the_start(monkeypatch):
-    """From MIN_SHARED_FILES files on, the screen itself is worth a second core: the share
-    starts before the first file is read, even where nothing is left for the work."""
+def test_a_run_of_many_bytes_shares_the_screen_from_the_start(monkeypatch):
+    """From MIN_SHARED_SCREEN bytes of files on, the screen itself is worth a second core:
+    the share starts before the first file is read, even where nothing is left for the
+    work. Many small files do not: their screen costs less than the fork."""
     monkeypatch.delenv("CGGUARD_JOBS", raising=False)
     monkeypatch.setattr(parallel, "usable_cpus", lambda: 2)
     monkeypatch.setattr(parallel, "busy_cpus", lambda: 0)
     monkeypatch.setattr(parallel, "MIN_SHARED_BYTES", 10**12)  # the work found never decides
+    items = list(range(400))
+    each = -(-parallel.MIN_SHARED_SCREEN // len(items))  # together just enough
 
     def screen(x):
         time.sleep(0.0002)
         return x, os.getpid()
 
-    many = parallel.map_files(screen, lambda x, p: None, list(range(parallel.MIN_SHARED_FILES)))
-    assert [x for x, _ in many] == list(range(parallel.MIN_SHARED_FILES))
-    assert len({pid for _, pid in many}) == 2
-    fewer = parallel.map_files(screen, lambda x, p: None, list(range(parallel.MIN_SHARED_FILES - 1)))
-    assert {pid for _, pid in fewer} == {os.getpid()}
-    monkeypatch.setattr(parallel, "busy_cpus", lambda: 1)  # no idle core: no share, however many
-    assert {pid for _, pid in parallel.map_files(screen, lambda x, p: None, list(range(parallel.MIN_SHARED_FILES)))} == {os.getpid()}
+    def pids(size_of_each: int) -> set[int]:
+        results = parallel.map_files(screen, lambda x, p: None, items, size=lambda x: size_of_each)
+        assert [x for x, _ in results] == items
+        return {pid for _, pid in results}
+
+    assert len(pids(each)) == 2
+    assert pids(parallel.MIN_SHARED_SCREEN // len(items) - 1) == {os.getpid()}  # just short of it
+    assert {pid for _, pid in parallel.map_files(screen, lambda x, p: None, list(range(5000)))} == {os.getpid()}  # no sizes
+    monkeypatch.setattr(parallel, "busy_cpus", lambda: 1)  # no idle core: no share, however much
+    assert pids(each) == {os.getpid()}

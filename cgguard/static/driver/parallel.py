@@ -7,10 +7,10 @@ real work, and only the screen tells how much there is. So one process screens
 the files in order, adding up the text they leave; the first time that reaches
 :data:`MIN_SHARED_BYTES` it decides, once, whether to fork one child to share
 what is left (the files it left so far, biggest first, then the files not yet
-screened, biggest first by their size on disk). A run of :data:`MIN_SHARED_FILES`
-files or more shares from the start instead: its screen alone pays. Either way, the
-parent takes the biggest file first (where libcst's work most likely is). It forks
-when all of these hold:
+screened, biggest first by their size on disk). A run whose files hold
+:data:`MIN_SHARED_SCREEN` bytes or more shares from the start instead: its screen
+alone pays. Either way, the parent takes the biggest file first (where libcst's work
+most likely is). It forks when all of these hold:
 
 - ``os.fork`` exists and ``CGGUARD_JOBS`` is not ``1``;
 - two CPUs are usable (affinity, cgroup quota) and one of them is idle now (the
@@ -18,9 +18,9 @@ when all of these hold:
   process's work on the only other core does not help the parent, it competes;
 - at least two items are left to share.
 
-Below both thresholds (a pre-commit run, a plugin tree of a few hundred files with
-nothing to parse, a tree whose capture sizes sit in a few small files) the fork would
-cost about what it saves: the run stays in one process, exactly as with ``CGGUARD_JOBS=1``.
+Below both thresholds (a pre-commit run, a small plugin tree with nothing to parse,
+a tree whose capture sizes sit in a few small files) the fork would cost about what
+it saves: the run stays in one process, exactly as with ``CGGUARD_JOBS=1``.
 ``CGGUARD_JOBS=2`` shares whenever two items are left (tests; measuring the split).
 
 The two processes claim work from a shared pipe of batch numbers (a pipe read of
@@ -48,12 +48,15 @@ P = TypeVar("P")
 # of work quiet: the helper's half still beats the fork's cost when it is found last.
 # On vLLM it is found after 164 of 2,642 files, and the rest of the screen is shared too.
 MIN_SHARED_BYTES = 256 * 1024
-# Files from which the byte screen alone pays for a second process, before any is read:
-# vLLM's screen costs about 75 us a file (read, needles, the importer's byte test), so
-# 1,024 files are about 0.08 s of CPU against a few milliseconds for the fork and the
-# results' way back. Shared from the start, the 126 files vLLM's screen read alone
-# before the work it found decided (0.03 s) are shared too.
-MIN_SHARED_FILES = 1024
+# Bytes to screen (the files' sizes on disk, summed) from which the byte screen alone pays
+# for a second process, before any file is read. The screen costs about 25 us a file plus
+# 5 ns a byte (vLLM's 2,642 files, 41 MB: 0.27 s of CPU; a plugin-like tree of 810 files,
+# 14 MB: 0.09 s); the fork, the stages the child inherits and the results' way back cost
+# 15-20 ms. 8 MiB is 40-60 ms of screen: shared from the start, vLLM's first 126 files and
+# the plugin-like tree's first ones, screened alone before, are shared too (whole tree
+# 614 -> 603 ms, plugin-like tree 175 -> 159 ms). A count of files would not do: 1,100
+# one-line files took 102 ms shared against 90 ms in one process.
+MIN_SHARED_SCREEN = 8 * 1024 * 1024
 BATCH = 8  # files not yet screened are claimed at most this many at a time,
 BATCH_BYTES = 32 * 1024  # and no more bytes than this (a bigger file is a claim of its own)
 _IN_CHILD = False
@@ -98,7 +101,7 @@ def map_files(
     weight = 0
     decided = False
     threshold = 0 if os.environ.get("CGGUARD_JOBS") == "2" else MIN_SHARED_BYTES
-    if len(items) >= MIN_SHARED_FILES and _share(len(items)):
+    if size is not None and sum(map(size, items)) >= MIN_SHARED_SCREEN and _share(len(items)):
         if before_fork is not None:
             before_fork()
         return [r for _, r in sorted(_shared(screen, work, items, [], 0, size).items())]
