@@ -54,7 +54,7 @@ MIN_SHARED_BYTES = 256 * 1024
 # 14 MB: 0.09 s); the fork, the stages the child inherits and the results' way back cost
 # 15-20 ms. 8 MiB is 40-60 ms of screen: shared from the start, vLLM's first 126 files and
 # the plugin-like tree's first ones, screened alone before, are shared too (whole tree
-# 614 -> 603 ms, plugin-like tree 175 -> 159 ms). A count of files would not do: 1,100
+# 614 -> 603 ms, plugin-like tree 175 -> 156 ms). A count of files would not do: 1,100
 # one-line files took 102 ms shared against 90 ms in one process.
 MIN_SHARED_SCREEN = 8 * 1024 * 1024
 BATCH = 8  # files not yet screened are claimed at most this many at a time,
@@ -205,8 +205,8 @@ def _shared(
     units += [(i, _UNSCREENED) for i in rest]
     n, m = len(units), len(lead) + len(screened)  # the first m are claimed one at a time
     # One screened file (or the lead) per claim, files not yet screened up to BATCH and
-    # BATCH_BYTES at a time; more per claim when the numbers would not fit the pipe (half its room for
-    # each kind).
+    # BATCH_BYTES at a time; more per claim when the numbers would not fit the pipe (half
+    # its room for each kind).
     screened_batch = max(1, -(-m * _RECORD // (_PIPE_ROOM // 2)))
     batch = max(BATCH, -(-(n - m) * _RECORD // (_PIPE_ROOM // 2)))
     bounds = [(k, min(m, k + screened_batch)) for k in range(0, m, screened_batch)]
@@ -253,9 +253,9 @@ def _shared(
         del pending[:whole]
         return out
 
-    # The parent takes the first claim (the biggest file the screen left) before the child
-    # exists. That is where libcst's work most likely is, which only the parent does: taken
-    # by the child, its screen ran twice (0.045 s for vLLM's runner) before it was handed over.
+    # The parent takes the first claim (the biggest file) before the child exists. That is
+    # where libcst's work most likely is, which only the parent does: taken by the child,
+    # vLLM's runner was screened there for nothing (0.045 s) before it was handed over.
     first_claim = [os.read(tokens_r, _RECORD)]
 
     def claim(child: bool) -> dict[int, R]:
