@@ -280,16 +280,14 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
     return False
 
 
-_CARRYING_CALLS = None
+# Calls whose value is their arguments' (magnitude-keeping calls, min/max, getattr).
+_CARRYING_CALLS = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
 
 
 def _value_nodes(expr: ast.AST):
     """The nodes whose value may flow into ``expr``'s value as the rules follow it: calls
     other than magnitude-keeping ones, ``min``/``max`` and ``getattr`` end a flow
     (``torch.zeros(n)`` is a buffer, not a count)."""
-    global _CARRYING_CALLS
-    if _CARRYING_CALLS is None:
-            _CARRYING_CALLS = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
     stack = [expr]
     while stack:
         node = stack.pop()
@@ -470,7 +468,7 @@ def _reads(expr: ast.AST, defined: set[str] | None) -> tuple[bool, set[str]]:
     rules follow values: operators, magnitude-keeping calls, ``min``/``max``/``getattr``
     and calls of ``defined`` (None: every call) carry; other calls (``torch.zeros(n)``,
     a buffer) and comprehensions end a value."""
-    carrying = model.PASSTHROUGH_CALLS | {"min", "max", model.GETATTR}
+    carrying = _CARRYING_CALLS
     capture = False
     keys: set[str] = set()
     stack = [expr]

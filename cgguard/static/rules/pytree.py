@@ -30,8 +30,8 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
 
 # Nodes no walk yields: expression contexts and operators (``Load``, ``Add``, ``Eq``...).
 # They have no children and nothing here looks at them (a name's context is read from
-# the name, ``node.ctx``); one rides along with most names and every operation, a third
-# of the nodes of a function.
+# the name, ``node.ctx``); one rides along with most names and every operation: 39% of
+# the nodes of vLLM's model runner.
 LEAVES = frozenset(
     k for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for k in base.__subclasses__()
 )
@@ -84,6 +84,7 @@ def statements_at(tree: ast.Module, lineno: int, cache: dict[int, list[int]]) ->
         chain.append(block[i])
         block = inner_block(block[i], lineno)
     return chain
+
 
 def outermost_function(chain: list[ast.stmt]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The outermost function of a :func:`statements_at` chain: the one the screen cuts out."""
