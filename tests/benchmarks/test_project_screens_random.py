@@ -33,6 +33,8 @@ HELPERS = {
     "decorated": f"@functools.cache\ndef {{name}}(cfg):\n    return {CAP}\n",
     "branch": f"def {{name}}(cfg):\n    if cfg.x:\n        return 1\n    return {CAP}\n",
     "no_return": f"def {{name}}(cfg):\n    print({CAP})\n",
+    "tuple": f"def {{name}}(cfg):\n    return {CAP}, cfg.x\n",
+    "param": "def {name}(n):\n    return n * 2\n",  # hands its argument through
 }
 USES = {
     "override": "        self.cache_config.num_gpu_blocks_override = {call}(self.vllm_config)\n",
@@ -40,6 +42,8 @@ USES = {
     "keyword": "        self.kv = make_minimal_kv_cache(num_blocks={call}(self.vllm_config))\n",
     "clamped": "        n = min(self.max_num_reqs, {call}(self.vllm_config))\n        self.cache_config.num_gpu_blocks_override = n\n",
     "buffer": "        self.buf = [0] * {call}(self.vllm_config)\n",
+    "argument": "        n = {call}(self.compilation_config.max_cudagraph_capture_size)\n        self.cache_config.num_gpu_blocks_override = n\n",
+    "element": "        num_blocks, _ = {call}(self.vllm_config)\n        self.cache_config.num_gpu_blocks_override = num_blocks\n",
 }
 
 
