@@ -16,9 +16,9 @@ import ast
 import os
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from itertools import accumulate
 from pathlib import Path
-from collections.abc import Iterator
 
 from cgguard.static.driver.prefilter import has_needle, might_match
 from cgguard.static.driver.projectroot import project_root
@@ -374,6 +374,7 @@ def project_for(path: str) -> Project | None:
     if root not in _PROJECTS:
         _PROJECTS[root] = Project(root)
     return _PROJECTS[root]
+
 
 def _import_tree(text: str) -> ast.Module:
     """A module of ``text``'s import statements alone, each parsed on its own: of the ways
