@@ -434,27 +434,19 @@ def _import_statements(text: str) -> Iterator[tuple[int, list[tuple[int, str | N
     import after ``;`` or a compound statement's ``:`` does, and a line before the word
     that ends in a backslash continues the statement unless that backslash ends a comment
     (both readings are kept). Continuations read as the spaces they are."""
-    find, rfind = text.find, text.rfind
-    at = find("import")
+    at = text.find("import")
     while at >= 0:
         after = at + 6
         if text[after : after + 1] in _AFTER_IMPORT:
-            start = rfind("\n", 0, at) + 1
-            if start > 1 and text[start - 2] in "\\\r" and _continued(text, start - 1):  # rare: a line continued
+            start = text.rfind("\n", 0, at) + 1
+            if start > 1 and text[start - 2] in "\\\r" and _continued(text, start - 1):
                 ways = [w for w in (_way(text, s, at) for s in _import_starts(text, at)) if w is not None]
             else:  # on one line (most imports): no continuation to follow back
-                head = text[start:at].strip(" \t\f")
-                m = _FROM_PLAIN.fullmatch(head) if head else None
-                if not head:
-                    ways = [(start, None)]
-                elif m is not None:  # `from pkg.mod` (the usual way)
-                    ways = [(start, m.group(1))]
-                else:
-                    way = _way(text, start, at)
-                    ways = [way] if way is not None else []
+                way = _way(text, start, at)
+                ways = [way] if way is not None else []
             if ways:
                 yield after, ways
-        at = find("import", after)
+        at = text.find("import", after)
 
 
 _AFTER_IMPORT = frozenset((" ", "\t", "\f", "(", "\\", "*"))  # what may follow the word in an import
@@ -466,12 +458,17 @@ def _way(text: str, start: int, at: int) -> tuple[int, str | None] | None:
     (``x = 1; import ...``, ``if TYPE_CHECKING: from ...``); else None."""
     raw = text[start:at]
     head = _joined(raw)
-    cut = max(head.rfind(";"), head.rfind(":")) + 1
+    cut = max(head.rfind(";"), head.rfind(":")) + 1 if ";" in head or ":" in head else 0
     head = head[cut:].strip(" \t\f")
     where = start + _raw_offset(raw, cut)
     if not head:
         return where, None
-    m = _FROM_SPEC.fullmatch(head) if head.startswith("from") else None
+    if not head.startswith("from"):
+        return None
+    m = _FROM_PLAIN.fullmatch(head)  # `from pkg.mod`, the usual way
+    if m is not None:
+        return where, m.group(1)
+    m = _FROM_SPEC.fullmatch(head)
     return (where, _squeezed(m.group(1))) if m is not None else None
 
 
