@@ -102,9 +102,8 @@ def map_files(
     decided = False
     threshold = 0 if os.environ.get("CGGUARD_JOBS") == "2" else MIN_SHARED_BYTES
     if size is not None and sum(map(size, items)) >= MIN_SHARED_SCREEN and _share(len(items)):
-        if before_fork is not None:
-            before_fork()
-        return [r for _, r in sorted(_shared(screen, work, items, [], 0, size).items())]
+        done.update(_shared(screen, work, items, [], 0, size, before_fork))
+        return [done[k] for k in range(len(items))]
     for i, item in enumerate(items):
         out = screen(item)
         if not isinstance(out, Later):
@@ -117,9 +116,7 @@ def map_files(
             if weight >= threshold:
                 decided = True  # once: the load is read once, and a run never forks twice
                 if _share(len(left) + len(items) - i - 1):
-                    if before_fork is not None:
-                        before_fork()
-                    done.update(_shared(screen, work, items, left, i + 1, size))
+                    done.update(_shared(screen, work, items, left, i + 1, size, before_fork))
                     return [done[k] for k in range(len(items))]
                 for k, payload, _ in left:
                     done[k] = work(items[k], payload)
@@ -182,10 +179,14 @@ def _shared(
     left: list[tuple[int, P, int]],
     unscreened: int,
     size: Callable[[T], int] | None = None,
+    before_fork: Callable[[], None] | None = None,
 ) -> dict[int, R]:
     """The files ``left`` by the screen and those from ``unscreened`` on, done by this
-    process and one forked child; results by item index."""
+    process and one forked child; results by item index. ``before_fork``: see map_files."""
     import pickle  # only here: a run that stays in one process never pays for it
+
+    if before_fork is not None:
+        before_fork()
 
     # Units of work, biggest first, so that the last claims are the small ones and the
     # few files that need libcst (only the parent imports it) reach it early: the
