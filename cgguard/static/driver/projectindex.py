@@ -402,20 +402,26 @@ def _import_specs(text: str) -> Iterator[tuple[str, str, str]]:
     alias`` of an ``import``. A superset, as the screen needs."""
     for after, ways in _import_statements(text):
         for _, spec in ways:
-            # Read in place up to the line's end, a comment or `;` (a parenthesised list:
-            # to its `)`), and again with the continuations joined where the line goes on.
-            names = _NAMES_AFTER.match(text, after)
-            listed = names.group(1)
-            if listed is None:
-                listed = names.group(2)
-                if listed.endswith(("\\", "\\\r")):
-                    names = _NAMES_AFTER.match(_joined(text[after : _import_end(text, after)]))
-                    listed = names.group(1) if names.group(1) is not None else names.group(2)
+            listed = _names_after(text, after)
             if spec is not None:
                 yield "from", spec, listed
             else:  # import a.b as c, d as e
                 for m in _ALIASED.finditer(listed):
                     yield "import", _squeezed(m.group(1)), ""
+
+
+def _names_after(text: str, after: int) -> str:
+    """What an import statement lists after its ``import`` word (which ends at ``after``):
+    read in place up to the line's end, a comment or `;` (a parenthesised list: to its
+    `)`), and again with the continuations joined where the line goes on."""
+    names = _NAMES_AFTER.match(text, after)
+    listed = names.group(1)
+    if listed is None:
+        listed = names.group(2)
+        if listed.endswith(("\\", "\\\r")):
+            names = _NAMES_AFTER.match(_joined(text[after : _import_end(text, after)]))
+            listed = names.group(1) if names.group(1) is not None else names.group(2)
+    return listed
 
 
 def _squeezed(dotted: str) -> str:
@@ -608,21 +614,35 @@ def imports_a_helper(project: Project, text: str, path: str) -> bool:
     folder = os.path.dirname(path)
     answers = project.__dict__.setdefault("_import_answers", {})
     tops = project.__dict__.setdefault("_tops", {})  # first part of a dotted name -> in the project?
-    for statement in _import_specs(text):
-        spec = statement[1]
-        if not spec.startswith("."):
-            top = spec.split(".", 1)[0]
-            held = tops.get(top)
-            if held is None:
-                held = tops[top] = project.module_file(top) is not None or project.is_package(top)
-            if not held:
-                continue  # `from torch ...`, or vllm's own modules in a plugin: nothing of the project
-        key = (folder if spec.startswith(".") else "", statement)
-        found = answers.get(key)
-        if found is None:
-            found = answers[key] = _statement_imports_a_helper(project, path, *statement)
-        if found:
+
+    def held(spec: str) -> bool:
+        if spec.startswith("."):
             return True
+        top = spec.split(".", 1)[0]
+        found = tops.get(top)
+        if found is None:
+            found = tops[top] = project.module_file(top) is not None or project.is_package(top)
+        return found  # False: `from torch ...`, or vllm's own modules in a plugin
+
+    # _import_specs' readings, with the names of a `from` statement read only where its
+    # module is the project's (vLLM's 688 importers: most name torch's or vllm's own).
+    for after, ways in _import_statements(text):
+        for _, spec in ways:
+            if spec is None:
+                statements = [("import", _squeezed(m.group(1)), "") for m in _ALIASED.finditer(_names_after(text, after))]
+            elif held(spec):
+                statements = [("from", spec, _names_after(text, after))]
+            else:
+                continue
+            for statement in statements:
+                if statement[0] == "import" and not held(statement[1]):
+                    continue
+                key = (folder if statement[1].startswith(".") else "", statement)
+                found = answers.get(key)
+                if found is None:
+                    found = answers[key] = _statement_imports_a_helper(project, path, *statement)
+                if found:
+                    return True
     return False
 
 
