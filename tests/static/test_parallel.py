@@ -47,6 +47,31 @@ def test_screened_items_never_reach_the_work_and_keep_their_place(monkeypatch):
     assert parallel.map_files(screen, work, list(range(300))) == expected
 
 
+def test_the_childs_plain_results_come_back_as_the_items_it_did(monkeypatch):
+    # The child sends back only which of its items had the plain result; the parent makes
+    # those anew (``plain``), in their places, and receives the others as they are.
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+    parent = os.getpid()
+    made_in_parent: list[int] = []
+
+    def plain(x):
+        if os.getpid() == parent:
+            made_in_parent.append(x)
+        return ("plain", x)
+
+    def work(x, payload):
+        time.sleep(0.0005)  # long enough for the child to claim items
+        return ("plain", x) if x % 2 else ("found", x, os.getpid())
+
+    results = parallel.map_files(_all_later, work, list(range(600)), plain=plain)
+    assert [r[:2] for r in results] == [("plain", x) if x % 2 else ("found", x) for x in range(600)]
+    pids = {r[2] for r in results if r[0] == "found"}
+    assert parent in pids and len(pids) == 2  # both processes did items
+    # The parent made only the child's plain results anew: odd items, not its own.
+    assert made_in_parent and all(x % 2 for x in made_in_parent)
+    assert len(made_in_parent) < 300
+
+
 def test_a_child_that_dies_midway_is_made_good_by_the_parent(monkeypatch):
     monkeypatch.setenv("CGGUARD_JOBS", "2")
     parent = os.getpid()

@@ -319,8 +319,11 @@ def check_paths(
     def size(item: tuple[str, FileError | None]) -> int:
         return 0 if item[1] else sizes.get(item[0], 0)  # 0: the screen reports what is wrong
 
+    def plain(item: tuple[str, FileError | None]) -> FileResult:
+        return FileResult(item[0])  # checked, nothing found: most files
+
     files = list(iter_python_files(paths, settings, sizes))
-    return RunResult(files=map_files(screen, work, files, before_fork, size))
+    return RunResult(files=map_files(screen, work, files, before_fork, size, plain))
 
 
 def fix_paths(
