@@ -41,7 +41,7 @@ def _fake_df(tmp_path: Path, free_mb: int) -> dict[str, str]:
 def test_a_small_disk_stops_the_run_with_one_line_before_any_install(tmp_path: Path) -> None:
     repo = _checkout_without_environments(tmp_path)
     proc = subprocess.run(
-        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 3900), capture_output=True, text=True, timeout=120
+        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 3900), capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
@@ -58,7 +58,7 @@ def test_enough_disk_goes_on_to_the_install(tmp_path: Path) -> None:
     # PYTHON names a program that fails at once: the run gets past the check and stops at
     # its first step after it (making .venv), installing nothing.
     env = {**_fake_df(tmp_path, 500_000), "PYTHON": "false"}
-    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert "not enough disk" not in proc.stderr, proc.stderr
     assert proc.returncode != 0 and not (repo / ".venv").exists(), (proc.returncode, proc.stderr)
 
@@ -72,7 +72,7 @@ def test_a_failed_install_of_vllm_stops_the_run(tmp_path: Path) -> None:
     python.write_text('#!/bin/sh\necho "ERROR: [Errno 28] No space left on device" >&2\nexit 1\n')
     python.chmod(0o755)
     proc = subprocess.run(
-        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 500_000), capture_output=True, text=True, timeout=120
+        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 500_000), capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "No space left on device" in proc.stdout + proc.stderr

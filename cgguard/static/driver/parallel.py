@@ -334,4 +334,3 @@ def _shared(
             theirs = {}
         done.update(theirs)
     return {units[u][0]: done[u] if u in done else run(u) for u in range(n)}
-
