@@ -16,7 +16,7 @@ import ast
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 
 from cgguard.static.driver.prefilter import has_needle, might_match
@@ -395,19 +395,23 @@ def _import_tree(text: str) -> ast.Module:
     return ast.Module(body=body, type_ignores=[])
 
 
-def _import_specs(text: str) -> Iterator[tuple[str, str, str]]:
+def _import_specs(text: str, wanted: Callable[[str], bool] | None = None) -> Iterator[tuple[str, str, str]]:
     """What ``text``'s import statements import, read on its text before any parse, every
     way a statement can be read (:func:`_import_statements`): ``("from", spec, names)``
     for ``from spec import names`` and ``("import", dotted, "")`` for each ``dotted as
-    alias`` of an ``import``. A superset, as the screen needs."""
+    alias`` of an ``import``. A superset, as the screen needs. ``wanted(module)``: only
+    the readings whose module it accepts; a ``from`` statement's names are read only then
+    (vLLM's 688 importers: most name torch's or vllm's own modules, 0.107 -> 0.087 s)."""
     for after, ways in _import_statements(text):
         for _, spec in ways:
-            listed = _names_after(text, after)
             if spec is not None:
-                yield "from", spec, listed
+                if wanted is None or wanted(spec):
+                    yield "from", spec, _names_after(text, after)
             else:  # import a.b as c, d as e
-                for m in _ALIASED.finditer(listed):
-                    yield "import", _squeezed(m.group(1)), ""
+                for m in _ALIASED.finditer(_names_after(text, after)):
+                    dotted = _squeezed(m.group(1))
+                    if wanted is None or wanted(dotted):
+                        yield "import", dotted, ""
 
 
 def _names_after(text: str, after: int) -> str:
@@ -624,25 +628,13 @@ def imports_a_helper(project: Project, text: str, path: str) -> bool:
             found = tops[top] = project.module_file(top) is not None or project.is_package(top)
         return found  # False: `from torch ...`, or vllm's own modules in a plugin
 
-    # _import_specs' readings, with the names of a `from` statement read only where its
-    # module is the project's (vLLM's 688 importers: most name torch's or vllm's own).
-    for after, ways in _import_statements(text):
-        for _, spec in ways:
-            if spec is None:
-                statements = [("import", _squeezed(m.group(1)), "") for m in _ALIASED.finditer(_names_after(text, after))]
-            elif held(spec):
-                statements = [("from", spec, _names_after(text, after))]
-            else:
-                continue
-            for statement in statements:
-                if statement[0] == "import" and not held(statement[1]):
-                    continue
-                key = (folder if statement[1].startswith(".") else "", statement)
-                found = answers.get(key)
-                if found is None:
-                    found = answers[key] = _statement_imports_a_helper(project, path, *statement)
-                if found:
-                    return True
+    for statement in _import_specs(text, held):
+        key = (folder if statement[1].startswith(".") else "", statement)
+        found = answers.get(key)
+        if found is None:
+            found = answers[key] = _statement_imports_a_helper(project, path, *statement)
+        if found:
+            return True
     return False
 
 
