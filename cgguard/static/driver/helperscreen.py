@@ -231,7 +231,7 @@ def sink_target(target: ast.AST) -> bool:
 
 def _self_target(target: ast.AST) -> bool:
     """Does an assignment target set an attribute of ``self`` (unpacked targets too)?"""
-    return any(key.startswith("self.") for key in _target_keys(target))
+    return any(key.startswith("self.") for key in target_keys(target))
 
 
 def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
@@ -243,7 +243,7 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
 
     def mentions(expr: ast.AST | None) -> bool:
         return expr is not None and any(
-            isinstance(n, (ast.Name, ast.Attribute)) and _dotted(n) in tainted for n in _value_nodes(expr)
+            isinstance(n, (ast.Name, ast.Attribute)) and dotted_name(n) in tainted for n in _value_nodes(expr)
         )
 
     stores: list[tuple[list[ast.AST], ast.AST]] = []
@@ -259,7 +259,7 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
         for targets, value in stores:
             if mentions(value):
                 for target in targets:
-                    for key in _target_keys(target):
+                    for key in target_keys(target):
                         if key not in tainted:
                             tainted.add(key)
                             changed = True
@@ -304,14 +304,14 @@ def _counts(expr: ast.AST, tainted: set[str]) -> bool:
     """May ``expr`` carry a capture-size *count* (a size, an element of the list, a tainted name)?"""
     for node in _value_nodes(expr):
         if isinstance(node, ast.Attribute):
-            if node.attr in CAPTURE_SIZE_ATTRS or _dotted(node) in tainted:
+            if node.attr in CAPTURE_SIZE_ATTRS or dotted_name(node) in tainted:
                 return True
         elif isinstance(node, ast.Name) and node.id in tainted:
             return True
         elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
             return True
         elif isinstance(node, (ast.Subscript, ast.Call)) and any(
-            isinstance(n, (ast.Attribute, ast.Name)) and (_dotted(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
+            isinstance(n, (ast.Attribute, ast.Name)) and (dotted_name(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
             for n in walk(node)
         ):
             if isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max":
@@ -345,10 +345,10 @@ def _function_may_return(func: ast.AST) -> bool:
         return False
     tainted: set[str] = set()
     for param, default in parameter_defaults(func):
-        if _mentions(default, tainted):
+        if mentions_taint(default, tainted):
             tainted.add(param.arg)
-    _taint_targets(assignments, tainted, _mentions)
-    return any(_mentions(value, tainted) for value in returns)
+    _taint_targets(assignments, tainted, mentions_taint)
+    return any(mentions_taint(value, tainted) for value in returns)
 
 
 def returns_capture_alone(func: ast.AST) -> bool:
@@ -360,10 +360,12 @@ def returns_capture_alone(func: ast.AST) -> bool:
     return _return_carries(func, seeds, set())
 
 
-def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
+def mentions_taint(expr: ast.AST, tainted: set[str]) -> bool:
+    """Does ``expr`` read a capture size (by name, list name or ``getattr`` constant)
+    or one of the ``tainted`` dotted names?"""
     for node in walk(expr):
         if isinstance(node, ast.Attribute):
-            if node.attr in _CAPTURE_NAMES or _dotted(node) in tainted:
+            if node.attr in _CAPTURE_NAMES or dotted_name(node) in tainted:
                 return True
         elif isinstance(node, ast.Name) and (node.id in _CAPTURE_NAMES or node.id in tainted):
             return True
@@ -372,19 +374,21 @@ def _mentions(expr: ast.AST, tainted: set[str]) -> bool:
     return False
 
 
-def _target_keys(target: ast.AST):
+def target_keys(target: ast.AST):
+    """The dotted names an assignment target stores to (tuples and starred unpacked)."""
     if isinstance(target, (ast.Tuple, ast.List)):
         for element in target.elts:
-            yield from _target_keys(element)
+            yield from target_keys(element)
     elif isinstance(target, ast.Starred):
-        yield from _target_keys(target.value)
+        yield from target_keys(target.value)
     else:
-        key = _dotted(target)
+        key = dotted_name(target)
         if key is not None:
             yield key
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -476,7 +480,7 @@ def _reads(expr: ast.AST, defined: set[str] | None) -> tuple[bool, set[str]]:
         node = stack.pop()
         if isinstance(node, ast.Attribute):
             capture = capture or node.attr in _CAPTURE_NAMES
-            key = _dotted(node)
+            key = dotted_name(node)
             if key is not None:
                 keys.add(key)
                 continue
@@ -517,7 +521,7 @@ def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str] | None, wal
             continue
         capture, keys = _reads(value, defined)
         if capture or keys:
-            stores.append(([k for t in targets for k in _target_keys(t)], capture, keys))
+            stores.append(([k for t in targets for k in target_keys(t)], capture, keys))
     changed = True
     while changed:
         changed = False
@@ -540,7 +544,7 @@ def _taint_targets(stores, tainted: set[str], carries: Callable[[ast.AST, set[st
             if not carries(value, tainted):
                 continue
             for target in targets:
-                for key in _target_keys(target):
+                for key in target_keys(target):
                     if key not in tainted:
                         tainted.add(key)
                         changed = True

@@ -23,7 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from cgguard.static.driver.helperscreen import _dotted, _mentions, _target_keys, sink_key, sink_target
+from cgguard.static.driver.helperscreen import dotted_name, mentions_taint, sink_key, sink_target, target_keys
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import split_lines
@@ -116,7 +116,7 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
         for param, default in parameter_defaults(scope):
             if any(_is_source(n) for n in walk(default)):
                 source = True
-            if _mentions(default, tainted):
+            if mentions_taint(default, tainted):
                 tainted.add(param.arg)
     stores: list[tuple[list[str], ast.AST]] = []
     sinks: list[ast.AST] = []  # values that reach a sink
@@ -162,22 +162,22 @@ def _source_and_sink(scope: ast.AST, nested: list[ast.AST]) -> bool:
     while changed:
         changed = False
         for keys, value in stores:
-            if not set(keys) <= tainted and _mentions(value, tainted):
+            if not set(keys) <= tainted and mentions_taint(value, tainted):
                 tainted.update(keys)
                 changed = True
-    return any(_mentions(value, tainted) for value in sinks)
+    return any(mentions_taint(value, tainted) for value in sinks)
 
 
 def _store_keys(target: ast.AST):
     """The names and chains an assignment target taints: an element store taints its
     container (``sizes[0] = n`` -> ``sizes``)."""
     if isinstance(target, ast.Subscript):
-        base = _dotted(target.value)
+        base = dotted_name(target.value)
         return [base] if base is not None else []
     if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
         elts = target.elts if not isinstance(target, ast.Starred) else [target.value]
         return [k for e in elts for k in _store_keys(e)]
-    return list(_target_keys(target))
+    return list(target_keys(target))
 
 
 def _last(node: ast.AST) -> str | None:
