@@ -26,8 +26,6 @@ def parse(source: str, path: str):
 
 
 _DEEP_STACK = 1 << 30  # bytes of stack for the thread that parses and walks (virtual: only what is used counts)
-
-
 _DEEP_RECURSION = 400_000
 
 
@@ -108,8 +106,6 @@ class Positions:
 
 
 @dataclass
-
-
 class Piece:
     """One libcst module of a file: the whole file, or one function cut out of it."""
 
