@@ -42,7 +42,12 @@ def _set_verbose(ctx, param, value):
 
 
 verbose_option = click.option(
-    "--verbose", "-v", is_flag=True, expose_value=False, is_eager=True, callback=_set_verbose,
+    "--verbose",
+    "-v",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_verbose,
     help="Show the traceback of internal errors (for bug reports).",
 )
 
@@ -105,8 +110,11 @@ class LazyGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - a bug outside any one file
             if _VERBOSE["on"]:
                 raise
-            click.echo(f"cgguard: internal error: {type(exc).__name__}: {exc}"
-                       " (run with --verbose for the traceback)", err=True)
+            click.echo(
+                f"cgguard: internal error: {type(exc).__name__}: {exc}"
+                " (run with --verbose for the traceback)",
+                err=True,
+            )
             ctx.exit(2)
 
     def make_context(self, *args, **kwargs):
@@ -195,8 +203,9 @@ def _printable(line: str) -> str:
     return line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = None,
-            sources=None, out=None) -> int:
+def _report(
+    run, *, fixing: bool, fmt: str = "text", output_file: str | None = None, sources=None, out=None
+) -> int:
     out = out or sys.stdout
     for r in run.files:
         if r.error is not None:
@@ -216,7 +225,9 @@ def _report(run, *, fixing: bool, fmt: str = "text", output_file: str | None = N
             with open(output_file, "w", encoding="utf-8") as fh:
                 fh.write(document)
         except OSError as exc:
-            click.echo(f"cgguard: error: cannot write {output_file}: {exc.strerror or exc}", err=True)
+            click.echo(
+                f"cgguard: error: cannot write {output_file}: {exc.strerror or exc}", err=True
+            )
             return 2
     else:
         out.write(document)
@@ -229,29 +240,63 @@ def _run_options(command):
     """Options `check` and `fix` share: settings, discovery, standard input, output."""
     from cgguard.static.workflow.discovery_cli import OPTIONS as DISCOVERY_OPTIONS
 
-    for option in reversed((
-        click.argument("paths", nargs=-1),
-        click.option("--config", "config_file", metavar="PATH",
-                     help="Read settings from this file (pyproject.toml [tool.cgguard], or cgguard.toml)."),
-        click.option("--isolated", is_flag=True, help="Ignore every configuration file."),
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-                     help="Output format."),
-        click.option("--output-file", "-o", metavar="PATH",
-                     help="Write the report to PATH instead of standard output."),
-        click.option("--force-exclude/--no-force-exclude", default=None,
-                     help="Apply exclude/extend-exclude to paths named on the command line too."),
-        *DISCOVERY_OPTIONS,
-        click.option("--stdin-filename", metavar="PATH",
-                     help="With `-`: the path to report and to match settings against."),
-        click.option("--select", multiple=True, metavar="CODES",
-                     help="Report only these codes or prefixes (comma-separated; replaces "
-                          "the settings' select and ignore)."),
-        click.option("--extend-select", multiple=True, metavar="CODES",
-                     help="Also report these codes or prefixes (comma-separated)."),
-        click.option("--ignore", multiple=True, metavar="CODES",
-                     help="Do not report these codes or prefixes (comma-separated)."),
-        verbose_option,
-    )):
+    for option in reversed(
+        (
+            click.argument("paths", nargs=-1),
+            click.option(
+                "--config",
+                "config_file",
+                metavar="PATH",
+                help="Read settings from this file (pyproject.toml [tool.cgguard], or cgguard.toml).",
+            ),
+            click.option("--isolated", is_flag=True, help="Ignore every configuration file."),
+            click.option(
+                "--format",
+                "fmt",
+                type=click.Choice(FORMATS),
+                default="text",
+                show_default=True,
+                help="Output format.",
+            ),
+            click.option(
+                "--output-file",
+                "-o",
+                metavar="PATH",
+                help="Write the report to PATH instead of standard output.",
+            ),
+            click.option(
+                "--force-exclude/--no-force-exclude",
+                default=None,
+                help="Apply exclude/extend-exclude to paths named on the command line too.",
+            ),
+            *DISCOVERY_OPTIONS,
+            click.option(
+                "--stdin-filename",
+                metavar="PATH",
+                help="With `-`: the path to report and to match settings against.",
+            ),
+            click.option(
+                "--select",
+                multiple=True,
+                metavar="CODES",
+                help="Report only these codes or prefixes (comma-separated; replaces "
+                "the settings' select and ignore).",
+            ),
+            click.option(
+                "--extend-select",
+                multiple=True,
+                metavar="CODES",
+                help="Also report these codes or prefixes (comma-separated).",
+            ),
+            click.option(
+                "--ignore",
+                multiple=True,
+                metavar="CODES",
+                help="Do not report these codes or prefixes (comma-separated).",
+            ),
+            verbose_option,
+        )
+    ):
         command = option(command)
     return command
 
@@ -274,7 +319,9 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
     if "-" in paths and len(paths) > 1:
         _usage_error("`-` (standard input) cannot be combined with other paths")
     if config_file is not None and isolated:
-        _usage_error("--config cannot be used with --isolated (which ignores every configuration file)")
+        _usage_error(
+            "--config cannot be used with --isolated (which ignores every configuration file)"
+        )
     start = stdin_filename if paths == ("-",) else paths[0]
     select, extend_select, ignore = selection
     try:
@@ -324,8 +371,18 @@ def _stdin(stdin_filename, settings):
 
 @main.command()
 @_run_options
-def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename, select,
-          extend_select, ignore) -> None:
+def check(
+    paths,
+    config_file,
+    isolated,
+    fmt,
+    output_file,
+    force_exclude,
+    stdin_filename,
+    select,
+    extend_select,
+    ignore,
+) -> None:
     """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input).
 
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
@@ -335,8 +392,15 @@ def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_f
     from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
-    settings = _settings(paths, config_file, isolated, stdin_filename, output_file,
-                         (select, extend_select, ignore), force_exclude=force_exclude)
+    settings = _settings(
+        paths,
+        config_file,
+        isolated,
+        stdin_filename,
+        output_file,
+        (select, extend_select, ignore),
+        force_exclude=force_exclude,
+    )
     finding_filter = make_filter(settings)
     if paths == ("-",):
         name, source, _, run = _stdin(stdin_filename, settings)
@@ -353,10 +417,25 @@ def check(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_f
 @main.command()
 @_run_options
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
-@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
-              help="Also apply fixes marked unsafe (default: the unsafe-fixes setting, off).")
-def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_filename, select,
-        extend_select, ignore, diff, unsafe_fixes) -> None:
+@click.option(
+    "--unsafe-fixes/--no-unsafe-fixes",
+    default=None,
+    help="Also apply fixes marked unsafe (default: the unsafe-fixes setting, off).",
+)
+def fix(
+    paths,
+    config_file,
+    isolated,
+    fmt,
+    output_file,
+    force_exclude,
+    stdin_filename,
+    select,
+    extend_select,
+    ignore,
+    diff,
+    unsafe_fixes,
+) -> None:
     """Rewrite per-token block counts in PATHS (default: .) to upstream's bound.
 
     `cgguard fix -` reads standard input and writes the fixed source to standard
@@ -372,24 +451,46 @@ def fix(paths, config_file, isolated, fmt, output_file, force_exclude, stdin_fil
     paths = paths or (("-",) if stdin_filename else (".",))
     if diff and fmt in MACHINE_FORMATS and output_file is None:
         # The diff owns standard output; a JSON/SARIF document after it would parse as neither.
-        click.echo(f"cgguard: error: --diff writes the diff to standard output; "
-                   f"with --format {fmt}, name a file for the report with --output-file", err=True)
+        click.echo(
+            f"cgguard: error: --diff writes the diff to standard output; "
+            f"with --format {fmt}, name a file for the report with --output-file",
+            err=True,
+        )
         sys.exit(2)
-    settings = _settings(paths, config_file, isolated, stdin_filename, output_file,
-                         (select, extend_select, ignore), force_exclude=force_exclude,
-                         unsafe_fixes=unsafe_fixes)
+    settings = _settings(
+        paths,
+        config_file,
+        isolated,
+        stdin_filename,
+        output_file,
+        (select, extend_select, ignore),
+        force_exclude=force_exclude,
+        unsafe_fixes=unsafe_fixes,
+    )
     finding_filter = make_filter(settings)
     if paths == ("-",):
-        sys.exit(_fix_stdin(stdin_filename, settings, finding_filter, diff=diff, fmt=fmt,
-                            output_file=output_file))
-    run = fix_paths(paths, finding_filter, write=not diff, unsafe=settings.unsafe_fixes, settings=settings)
+        sys.exit(
+            _fix_stdin(
+                stdin_filename,
+                settings,
+                finding_filter,
+                diff=diff,
+                fmt=fmt,
+                output_file=output_file,
+            )
+        )
+    run = fix_paths(
+        paths, finding_filter, write=not diff, unsafe=settings.unsafe_fixes, settings=settings
+    )
     if diff:
         for r in run.files:
             if r.diff:
                 sys.stdout.write(r.diff)
         _diff_base_note(run)
     # Remaining findings point into the fixed text, which is not on disk with --diff.
-    sources = Sources({r.path: r.new_text for r in run.files if r.changed and r.new_text is not None})
+    sources = Sources(
+        {r.path: r.new_text for r in run.files if r.changed and r.new_text is not None}
+    )
     sys.exit(_report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources))
 
 
@@ -398,8 +499,13 @@ def _diff_base_note(run) -> None:
     import os
 
     if run.diff_base and run.diff_base != os.getcwd() and any(r.diff for r in run.files):
-        click.echo(_printable(f"cgguard: the diff names its files from {run.diff_base} "
-                              "(apply it there: `git apply`, `patch -p1`)"), err=True)
+        click.echo(
+            _printable(
+                f"cgguard: the diff names its files from {run.diff_base} "
+                "(apply it there: `git apply`, `patch -p1`)"
+            ),
+            err=True,
+        )
 
 
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
@@ -423,8 +529,9 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
             out = sourcefile.encode(source, new_text)
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
-    return _report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources,
-                   out=sys.stderr)
+    return _report(
+        run, fixing=True, fmt=fmt, output_file=output_file, sources=sources, out=sys.stderr
+    )
 
 
 @main.command()
@@ -441,7 +548,9 @@ def rule(code: str | None) -> None:
     if doc is None:
         click.echo(f"cgguard: error: unknown rule {code!r}", err=True)
         sys.exit(2)
-    click.echo(f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False)
+    click.echo(
+        f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False
+    )
     cases = doc.cases()
     projects = doc.project_cases()
     if cases or projects:
@@ -454,5 +563,7 @@ def rule(code: str | None) -> None:
             # A folder is a project of several modules (a flow across files).
             modules = project.modules()
             fixed = sum(m.fixed_path is not None for m in modules)
-            click.echo(f"- {project.kind}/{project.name}/ (a project of {len(modules)} modules"
-                       + (f", {fixed} with an expected fix)" if fixed else ")"))
+            click.echo(
+                f"- {project.kind}/{project.name}/ (a project of {len(modules)} modules"
+                + (f", {fixed} with an expected fix)" if fixed else ")")
+            )

@@ -67,7 +67,12 @@ class _Engine:
             where = self.get_metadata(PositionProvider, report.hit.node)
             fix = report.fix
             if applies(fix, settings):
-                self.report(fix.replacement.old, report.message, position=where, replacement=fix.replacement.new)
+                self.report(
+                    fix.replacement.old,
+                    report.message,
+                    position=where,
+                    replacement=fix.replacement.new,
+                )
             else:
                 self.report(report.hit.node, report.message, position=where)
         return False  # the engine walked the module already

@@ -78,8 +78,14 @@ def _as_finding(report: Report, ctx: Context, path: str) -> Finding:
     line, col, end_line, end_col = ctx.span(report.hit.node)
     fix = None if report.fix is None else Fix(report.fix.applicability, report.fix.description, ())
     return Finding(
-        path=path, line=line, col=col + 1, end_line=end_line, end_col=end_col + 1,
-        code=report.code, message=report.message, fix=fix,
+        path=path,
+        line=line,
+        col=col + 1,
+        end_line=end_line,
+        end_col=end_col + 1,
+        code=report.code,
+        message=report.message,
+        fix=fix,
         stmt_lines=statement_lines(report.hit.stmt, ctx),
     )
 

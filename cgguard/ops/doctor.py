@@ -56,7 +56,9 @@ def in_affected_releases(version: str | None) -> bool | None:
     return FIRST_AFFECTED <= release < FIRST_FIXED
 
 
-_VERSION_ASSIGN = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)
+_VERSION_ASSIGN = re.compile(
+    r"""^__version__\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M
+)
 
 
 def checkout_version(root: str) -> str | None:
@@ -132,7 +134,8 @@ class Diagnosis:
             "fix": self.plan.to_json() if self.plan is not None else None,
             "workarounds": self.workarounds.to_json() if self.workarounds is not None else None,
             "other_distributions": [
-                {"name": d.name, "version": d.version, "location": d.package_dir} for d in self.others
+                {"name": d.name, "version": d.version, "location": d.package_dir}
+                for d in self.others
             ],
             "advice": self.advice,
         }
@@ -268,7 +271,9 @@ def _plan_advice(plan: FixPlan) -> list[str]:
         )
         if plan.left_out:
             listed = "; ".join(f"{_where(x.finding)} ({x.why})" for x in plan.left_out)
-            parts.append(f"`{plan.plain_command}` alone would leave out {len(plan.left_out)}: {listed}.")
+            parts.append(
+                f"`{plan.plain_command}` alone would leave out {len(plan.left_out)}: {listed}."
+            )
         if plan.unsafe:
             parts.append(
                 f"{len(plan.unsafe)} of these fixes {'is' if len(plan.unsafe) == 1 else 'are'} marked unsafe "

@@ -80,13 +80,17 @@ def _render_text(d: Diagnosis) -> str:
             f"but {len(d.errors)} could not be checked."
         )
     else:
-        lines.append(f"Not affected: no per-token profiling block count in {d.files_checked} file{plural} checked.")
+        lines.append(
+            f"Not affected: no per-token profiling block count in {d.files_checked} file{plural} checked."
+        )
     for f in sorted(d.findings, key=lambda f: f.sort_key()):
         lines.append(f"  {f.path}:{f.line}:{f.col}: {f.code} {f.message}")
     in_range = d.in_affected_releases
     if in_range is not None:
         where = "inside" if in_range else "outside"
-        lines.append(f"Version {d.vllm_version} is {where} vLLM's affected releases ({AFFECTED_RELEASES}).")
+        lines.append(
+            f"Version {d.vllm_version} is {where} vLLM's affected releases ({AFFECTED_RELEASES})."
+        )
     lines.append(_guard_line(d))
     for other in d.others:
         lines.append(
@@ -99,8 +103,15 @@ def _render_text(d: Diagnosis) -> str:
 
 
 @click.command()
-@click.option("--path", "path", metavar="DIR", help="Check a source checkout (vLLM, a fork or a plugin) instead.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--path",
+    "path",
+    metavar="DIR",
+    help="Check a source checkout (vLLM, a fork or a plugin) instead.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @click.option(
     "--site",
     "sites",
@@ -117,7 +128,9 @@ def _render_text(d: Diagnosis) -> str:
     "config excludes or a comment suppresses, then diagnose again.",
 )
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply fixes marked unsafe.")
-def doctor(path: str | None, fmt: str, sites: tuple[str, ...], fix: bool, unsafe_fixes: bool) -> None:
+def doctor(
+    path: str | None, fmt: str, sites: tuple[str, ...], fix: bool, unsafe_fixes: bool
+) -> None:
     """Is the installed vLLM affected by the per-token profiling KV cache? What to do.
 
     Finds vLLM through package metadata (never imports it), checks the source
@@ -138,7 +151,10 @@ def doctor(path: str | None, fmt: str, sites: tuple[str, ...], fix: bool, unsafe
             fixed, errors = fix_tree(path, unsafe=unsafe_fixes)
             for error in errors:
                 click.echo(f"{error.path}: error: {error.reason}", err=True)
-            click.echo(f"Fixed {fixed} per-token count{'s' if fixed != 1 else ''}; diagnosing again.", err=True)
+            click.echo(
+                f"Fixed {fixed} per-token count{'s' if fixed != 1 else ''}; diagnosing again.",
+                err=True,
+            )
             if errors:
                 sys.exit(2)
         d = diagnose_path(path) if path is not None else diagnose_installed(list(sites) or None)
@@ -148,7 +164,9 @@ def doctor(path: str | None, fmt: str, sites: tuple[str, ...], fix: bool, unsafe
                 "vllm_version": None,
                 "affected": None,  # no answer
                 "findings": [],
-                "guard": guard_status(list(sites) or None, vllm_found=not isinstance(exc, NoVllm)).to_json(),
+                "guard": guard_status(
+                    list(sites) or None, vllm_found=not isinstance(exc, NoVllm)
+                ).to_json(),
                 "advice": str(exc),
                 "error": str(exc),
             }

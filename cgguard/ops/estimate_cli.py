@@ -37,12 +37,16 @@ def _parse_capture_sizes(text: str) -> int:
     entry (``"1,,2"``, a trailing comma) or anything else is an error, never skipped.
     """
     if not text.strip():
-        raise EstimateError("--cudagraph-capture-sizes: no sizes given (expected N,N,..., e.g. 1,2,4,8)")
+        raise EstimateError(
+            "--cudagraph-capture-sizes: no sizes given (expected N,N,..., e.g. 1,2,4,8)"
+        )
     sizes = []
     for part in text.split(","):
         part = part.strip()
         if not part:
-            raise EstimateError(f"--cudagraph-capture-sizes: {text!r} has an empty entry (expected N,N,...)")
+            raise EstimateError(
+                f"--cudagraph-capture-sizes: {text!r} has an empty entry (expected N,N,...)"
+            )
         if not (part.isascii() and part.isdigit()) or int(part) <= 0:
             raise EstimateError(f"--cudagraph-capture-sizes: {part!r} is not a positive integer")
         sizes.append(int(part))
@@ -76,14 +80,24 @@ def _v(t: tuple[int, int, int]) -> str:
 
 @click.command()
 @click.argument("model_dir", metavar="MODEL_DIR")
-@click.option("--max-num-seqs", type=click.IntRange(min=1), help=f"vLLM's max_num_seqs [default: {DEFAULT_MAX_NUM_SEQS}]")
+@click.option(
+    "--max-num-seqs",
+    type=click.IntRange(min=1),
+    help=f"vLLM's max_num_seqs [default: {DEFAULT_MAX_NUM_SEQS}]",
+)
 @click.option(
     "--max-cudagraph-capture-size",
     type=click.IntRange(min=1),
     help=f"Largest CUDA-graph capture size in tokens [default: vLLM's, min(2 x max_num_seqs, {DEFAULT_CAPTURE_CEILING})]",
 )
-@click.option("--cudagraph-capture-sizes", metavar="N,N,...", help="Capture sizes list; the largest counts.")
-@click.option("--block-size", type=click.IntRange(min=1), help=f"Tokens per KV block [default: {DEFAULT_BLOCK_SIZE}]")
+@click.option(
+    "--cudagraph-capture-sizes", metavar="N,N,...", help="Capture sizes list; the largest counts."
+)
+@click.option(
+    "--block-size",
+    type=click.IntRange(min=1),
+    help=f"Tokens per KV block [default: {DEFAULT_BLOCK_SIZE}]",
+)
 @click.option(
     "--kv-cache-dtype",
     type=click.Choice(KV_CACHE_DTYPES),
@@ -99,8 +113,12 @@ def _v(t: tuple[int, int, int]) -> str:
     show_default=True,
     help="vLLM's --dtype (what kv-cache-dtype auto follows).",
 )
-@click.option("--tensor-parallel-size", "-tp", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--tensor-parallel-size", "-tp", type=click.IntRange(min=1), default=1, show_default=True
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def estimate(
     model_dir: str,
     max_num_seqs: int | None,
@@ -125,8 +143,14 @@ def estimate(
     """
     try:
         if max_cudagraph_capture_size is not None and cudagraph_capture_sizes is not None:
-            raise EstimateError("give --max-cudagraph-capture-size or --cudagraph-capture-sizes, not both")
-        listed_capture = _parse_capture_sizes(cudagraph_capture_sizes) if cudagraph_capture_sizes is not None else None
+            raise EstimateError(
+                "give --max-cudagraph-capture-size or --cudagraph-capture-sizes, not both"
+            )
+        listed_capture = (
+            _parse_capture_sizes(cudagraph_capture_sizes)
+            if cudagraph_capture_sizes is not None
+            else None
+        )
         shape = load_model_shape(model_dir)
         _check_tensor_parallel(shape, tensor_parallel_size)
         kv = resolve_kv_dtype(kv_cache_dtype, model_dtype, shape)
@@ -153,7 +177,9 @@ def estimate(
         )
     if block_size is None:
         block_size = DEFAULT_BLOCK_SIZE
-        assumed.append(f"block size {block_size} (vLLM's usual default; some attention backends use more)")
+        assumed.append(
+            f"block size {block_size} (vLLM's usual default; some attention backends use more)"
+        )
 
     notes: list[str] = []
     if shape.hybrid:
@@ -165,8 +191,14 @@ def estimate(
         notes.append("sliding-window layers are counted like full-attention layers")
     if shape.mla and tensor_parallel_size > 1:
         notes.append("the MLA latent cache is replicated on every rank, not split")
-    if not shape.mla and shape.num_kv_heads is not None and shape.num_kv_heads < tensor_parallel_size:
-        notes.append(f"{shape.num_kv_heads} KV heads over {tensor_parallel_size} ranks: each rank keeps 1")
+    if (
+        not shape.mla
+        and shape.num_kv_heads is not None
+        and shape.num_kv_heads < tensor_parallel_size
+    ):
+        notes.append(
+            f"{shape.num_kv_heads} KV heads over {tensor_parallel_size} ranks: each rank keeps 1"
+        )
 
     per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
     block_bytes = bytes_per_block(shape, kv, block_size, tensor_parallel_size)
@@ -206,7 +238,10 @@ def estimate(
         return
 
     rows = [
-        (f"per-token    (vLLM {_v(FIRST_AFFECTED)}-{FIRST_FIXED[0]}.{FIRST_FIXED[1] - 1}.x)", est.per_token),
+        (
+            f"per-token    (vLLM {_v(FIRST_AFFECTED)}-{FIRST_FIXED[0]}.{FIRST_FIXED[1] - 1}.x)",
+            est.per_token,
+        ),
         (f"per-sequence (vLLM {_v(FIRST_FIXED)}+)", est.per_sequence),
     ]
     header = "Profiling KV cache, per GPU"
@@ -223,7 +258,9 @@ def estimate(
         f"{header.ljust(label_w)}  {'blocks'.rjust(blocks_w)}  memory",
     ]
     for label, size in rows:
-        lines.append(f"{label.ljust(label_w)}  {f'{size.blocks:,}'.rjust(blocks_w)}  {human_bytes(size.bytes)}")
+        lines.append(
+            f"{label.ljust(label_w)}  {f'{size.blocks:,}'.rjust(blocks_w)}  {human_bytes(size.bytes)}"
+        )
     lines.append(f"per-token / per-sequence: {est.ratio:.3g}x")
     if assumed:
         lines.append("Assumed:")

@@ -56,7 +56,9 @@ class FixPlan:
             "fixes": len(self.fixes),
             "left_out_by": self.plain_command,
             "left_out": [x.to_json() for x in self.left_out],
-            "by_hand": [{"path": f.path, "line": f.line, "message": f.message} for f in self.by_hand],
+            "by_hand": [
+                {"path": f.path, "line": f.line, "message": f.message} for f in self.by_hand
+            ],
             "unsafe": len(self.unsafe),
         }
 
@@ -112,7 +114,9 @@ def _why(f: Finding, settings, discovered: set[str], text: str) -> LeftOut:
         glob = _excluding_glob(f.path, settings)
         if glob:
             return LeftOut(f, "excluded", f"excluded by `{glob}` in {source}")
-        return LeftOut(f, "excluded", f"not among the files it checks with {source} (a .gitignore, say)")
+        return LeftOut(
+            f, "excluded", f"not among the files it checks with {source} (a .gitignore, say)"
+        )
     if not settings.selected(f.code):
         return LeftOut(f, "not selected", f"{f.code} is left out by `select`/`ignore` in {source}")
     suppressed = _suppression(f, text)
@@ -120,7 +124,9 @@ def _why(f: Finding, settings, discovered: set[str], text: str) -> LeftOut:
         return LeftOut(f, "suppressed", f"suppressed by {suppressed}")
     if not settings.fixable(f.code):
         return LeftOut(f, "unfixable", f"`unfixable` in {source} names {f.code}")
-    return LeftOut(f, "ignored for the file", f"`per-file-ignores` in {source} ignore {f.code} there")
+    return LeftOut(
+        f, "ignored for the file", f"`per-file-ignores` in {source} ignore {f.code} there"
+    )
 
 
 def _q(path: str) -> str:
@@ -133,7 +139,9 @@ def plan_fix(root: str, findings: list[Finding]) -> FixPlan:
     from cgguard.static.workflow.config import ConfigError, resolve
     from cgguard.static.workflow.selection import make_filter
 
-    affecting = sorted((f for f in findings if f.code == AFFECTING_CODE), key=lambda f: f.sort_key())
+    affecting = sorted(
+        (f for f in findings if f.code == AFFECTING_CODE), key=lambda f: f.sort_key()
+    )
     by_hand = [f for f in affecting if f.fix is None or f.fix.applicability == DISPLAY_ONLY]
     fixable = [f for f in affecting if f not in by_hand]
     plain = f"cgguard fix {_q(root)}"
@@ -146,7 +154,8 @@ def plan_fix(root: str, findings: list[Finding]) -> FixPlan:
     except ConfigError as exc:
         settings = None
         plan.left_out = [
-            LeftOut(f, "config error", f"`{plain}` stops at a configuration error: {exc}") for f in fixable
+            LeftOut(f, "config error", f"`{plain}` stops at a configuration error: {exc}")
+            for f in fixable
         ]
     if settings is not None:
         # The very check `cgguard fix TREE` starts with.

@@ -40,7 +40,10 @@ class GuardStatus:
     @property
     def active(self) -> bool:
         return (
-            self.vllm_found and self.plugin_registered and self.allowed_by_vllm_plugins and self.mode != "off"
+            self.vllm_found
+            and self.plugin_registered
+            and self.allowed_by_vllm_plugins
+            and self.mode != "off"
         )
 
     def to_json(self) -> dict:
@@ -48,7 +51,11 @@ class GuardStatus:
 
 
 def _entry_point(search_path: Sequence[str] | None) -> str | None:
-    dists = metadata.distributions() if search_path is None else metadata.distributions(path=list(search_path))
+    dists = (
+        metadata.distributions()
+        if search_path is None
+        else metadata.distributions(path=list(search_path))
+    )
     for dist in dists:
         for ep in dist.entry_points:
             if ep.group == PLUGIN_GROUP and ep.name == PLUGIN_NAME:

@@ -85,7 +85,9 @@ def find_installed_vllm(search_path: Sequence[str] | None = None) -> list[Instal
     """
     where = _import_location(search_path)
     dists: Iterable[metadata.Distribution] = (
-        metadata.distributions() if search_path is None else metadata.distributions(path=list(search_path))
+        metadata.distributions()
+        if search_path is None
+        else metadata.distributions(path=list(search_path))
     )
     found: list[InstalledVllm] = []
     seen: set[str] = set()

@@ -58,8 +58,12 @@ def resolve_kv_dtype(kv_cache_dtype: str, model_dtype: str, shape: ModelShape) -
         return KvDtype(kv_cache_dtype, None, 1, "set by --kv-cache-dtype")
     if kv_cache_dtype in MLA_PACKED_KV_BYTES:
         if not shape.mla:
-            raise EstimateError(f"--kv-cache-dtype {kv_cache_dtype} needs an MLA model (config has no kv_lora_rank)")
-        return KvDtype(kv_cache_dtype, MLA_PACKED_KV_BYTES[kv_cache_dtype], 1, "set by --kv-cache-dtype")
+            raise EstimateError(
+                f"--kv-cache-dtype {kv_cache_dtype} needs an MLA model (config has no kv_lora_rank)"
+            )
+        return KvDtype(
+            kv_cache_dtype, MLA_PACKED_KV_BYTES[kv_cache_dtype], 1, "set by --kv-cache-dtype"
+        )
     if kv_cache_dtype != "auto":
         return KvDtype(kv_cache_dtype, None, DTYPE_BYTES[kv_cache_dtype], "set by --kv-cache-dtype")
     if model_dtype != "auto":
@@ -70,8 +74,12 @@ def resolve_kv_dtype(kv_cache_dtype: str, model_dtype: str, shape: ModelShape) -
         return KvDtype("bfloat16", None, 2, "config.json names no dtype; vLLM runs it in 16 bits")
     if shape.dtype == "float32":
         # vLLM's --dtype auto downcasts float32 checkpoints (vllm/config/model.py).
-        return KvDtype("bfloat16", None, 2, "float32 checkpoint, which vLLM's --dtype auto runs in 16 bits")
-    return KvDtype(shape.dtype, None, DTYPE_BYTES[shape.dtype], f"from the model's {shape.dtype_field}")
+        return KvDtype(
+            "bfloat16", None, 2, "float32 checkpoint, which vLLM's --dtype auto runs in 16 bits"
+        )
+    return KvDtype(
+        shape.dtype, None, DTYPE_BYTES[shape.dtype], f"from the model's {shape.dtype_field}"
+    )
 
 
 def kv_heads_per_rank(shape: ModelShape, tensor_parallel_size: int) -> int | None:
@@ -92,7 +100,9 @@ def token_layer_bytes(shape: ModelShape, kv: KvDtype, tensor_parallel_size: int)
     return 2 * heads * shape.head_dim * kv.element_bytes
 
 
-def bytes_per_block(shape: ModelShape, kv: KvDtype, block_size: int, tensor_parallel_size: int) -> int:
+def bytes_per_block(
+    shape: ModelShape, kv: KvDtype, block_size: int, tensor_parallel_size: int
+) -> int:
     return shape.num_layers * block_size * token_layer_bytes(shape, kv, tensor_parallel_size)
 
 

@@ -83,7 +83,9 @@ class _Fields:
             return None
         name, value = found
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ConfigError(f"{self.path}: field {name!r} must be a positive integer, got {value!r}")
+            raise ConfigError(
+                f"{self.path}: field {name!r} must be a positive integer, got {value!r}"
+            )
         return value
 
 
@@ -91,7 +93,9 @@ def fetch_hint(model_dir: str) -> str:
     """How to get just the config.json of a Hugging Face model into a local folder."""
     parts = model_dir.split("/")
     looks_like_repo = (
-        len(parts) == 2 and all(parts) and not model_dir.startswith((".", "~"))
+        len(parts) == 2
+        and all(parts)
+        and not model_dir.startswith((".", "~"))
         and not os.path.isabs(model_dir)
     )
     repo, folder = (model_dir, parts[1]) if looks_like_repo else ("ORG/MODEL", "MODEL_DIR")
@@ -117,7 +121,9 @@ def _load_json(path: str) -> dict:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        raise ConfigError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
@@ -151,16 +157,28 @@ def _has_sliding_window(fields: _Fields) -> bool:
 
 # Fields only hybrid (Mamba / linear-attention) configs carry. vLLM enlarges such a
 # model's attention block size to match the recurrent-state pages (field notes, 4).
-HYBRID_FIELDS = ("mamba_d_state", "ssm_state_size", "mamba_expand", "hybrid_override_pattern",
-                 "layers_block_type", "linear_num_key_heads", "attn_layer_indices")
+HYBRID_FIELDS = (
+    "mamba_d_state",
+    "ssm_state_size",
+    "mamba_expand",
+    "hybrid_override_pattern",
+    "layers_block_type",
+    "linear_num_key_heads",
+    "attn_layer_indices",
+)
 
 
 def _is_hybrid(fields: _Fields) -> bool:
     if fields.raw(*HYBRID_FIELDS) is not None:
         return True
     layer_types = fields.raw("layer_types")
-    return layer_types is not None and isinstance(layer_types[1], list) and any(
-        isinstance(t, str) and any(k in t for k in ("mamba", "linear", "conv", "ssm")) for t in layer_types[1]
+    return (
+        layer_types is not None
+        and isinstance(layer_types[1], list)
+        and any(
+            isinstance(t, str) and any(k in t for k in ("mamba", "linear", "conv", "ssm"))
+            for t in layer_types[1]
+        )
     )
 
 
@@ -186,10 +204,13 @@ def load_model_shape(model_dir: str) -> ModelShape:
     if fields.raw("kv_lora_rank") is not None:
         return ModelShape(
             derived=(f"the text model's fields from {section} (the top level where it has none)",)
-            if section is not None else (),
+            if section is not None
+            else (),
             mla=True,
             num_kv_heads=None,
-            num_attention_heads=fields.positive_int("num_attention_heads", "n_head", required=False),
+            num_attention_heads=fields.positive_int(
+                "num_attention_heads", "n_head", required=False
+            ),
             head_dim=None,
             kv_lora_rank=fields.positive_int("kv_lora_rank"),
             qk_rope_head_dim=fields.positive_int("qk_rope_head_dim"),
@@ -218,7 +239,9 @@ def load_model_shape(model_dir: str) -> ModelShape:
                 f"({num_heads}) and there is no 'head_dim'"
             )
         head_dim = hidden // num_heads
-        derived.append(f"head_dim {head_dim} = {hidden_field} {hidden} / {heads_field} {num_heads} (no head_dim)")
+        derived.append(
+            f"head_dim {head_dim} = {hidden_field} {hidden} / {heads_field} {num_heads} (no head_dim)"
+        )
     return ModelShape(
         mla=False,
         num_kv_heads=num_kv_heads,

@@ -132,7 +132,11 @@ def find_workarounds(package_dir: str) -> Workarounds:
         )
     tree, source = parsed
     func = next(
-        (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == ENTRY),
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == ENTRY
+        ),
         None,
     )
     call = None
@@ -141,7 +145,9 @@ def find_workarounds(package_dir: str) -> Workarounds:
             (
                 n
                 for n in ast.walk(func)
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == PROFILE_CALL
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == PROFILE_CALL
             ),
             None,
         )
@@ -181,11 +187,17 @@ def find_workarounds(package_dir: str) -> Workarounds:
         )
     tests = [(_text(g.test, source), g.lineno) for g in guards]
     eager_line = next((line for text, line in tests if "enforce_eager" in text), None)
-    graphs_line = next((line for text, line in tests if "cudagraph_mode" in text and "NONE" in text), None)
+    graphs_line = next(
+        (line for text, line in tests if "cudagraph_mode" in text and "NONE" in text), None
+    )
     # Where enforce_eager sets cudagraph_mode to NONE, and whether it turns
     # torch.compile off there too (its cost either way).
     eager_sets, no_compile = _eager_sets_no_graphs(package_dir)
-    eager_cost = "no CUDA graphs and no torch.compile: slower decode" if no_compile else "no CUDA graphs: slower decode"
+    eager_cost = (
+        "no CUDA graphs and no torch.compile: slower decode"
+        if no_compile
+        else "no CUDA graphs: slower decode"
+    )
     if eager_line is not None:
         found.append(
             Workaround(
@@ -205,7 +217,11 @@ def find_workarounds(package_dir: str) -> Workarounds:
             )
         )
     if graphs_line is not None:
-        cc = "--compilation-config" if args_text is not None and '"--compilation-config"' in args_text else None
+        cc = (
+            "--compilation-config"
+            if args_text is not None and '"--compilation-config"' in args_text
+            else None
+        )
         found.append(
             Workaround(
                 setting=(
@@ -231,7 +247,9 @@ def find_workarounds(package_dir: str) -> Workarounds:
     # The condition verbatim: the step runs only there (on CUDA, say), which the
     # operator needs to know before changing anything.
     condition = tests[-1][0] if tests else None
-    return Workarounds(found, condition, f"{worker}:{tests[-1][1]}" if tests else f"{worker}:{call.lineno}")
+    return Workarounds(
+        found, condition, f"{worker}:{tests[-1][1]}" if tests else f"{worker}:{call.lineno}"
+    )
 
 
 def _dispatch_without_graph_above_capture_size(package_dir: str) -> str | None:

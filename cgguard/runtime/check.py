@@ -95,8 +95,17 @@ def check_profiling_allocation(runner: Any, config: Any, via: str | None) -> tup
     try:
         limits = kvcache.runner_limits(runner)
     except LookupError as exc:
-        STATE.log_once("limits", logging.WARNING, "cgguard: cannot check the profiling KV cache: %s", exc)
-        append_event(STATE.report, "profiling_kv_cache", action="unchecked", mode=mode, reason=str(exc), via=via)
+        STATE.log_once(
+            "limits", logging.WARNING, "cgguard: cannot check the profiling KV cache: %s", exc
+        )
+        append_event(
+            STATE.report,
+            "profiling_kv_cache",
+            action="unchecked",
+            mode=mode,
+            reason=str(exc),
+            via=via,
+        )
         return config, None
 
     requested = int(config.num_blocks)
@@ -106,15 +115,25 @@ def check_profiling_allocation(runner: Any, config: Any, via: str | None) -> tup
     # every release), so the bound's bytes follow from the requested ones.
     bound_bytes = requested_bytes * bound // requested if requested else 0
     facts = Allocation(
-        requested, requested_bytes, bound, bound_bytes, limits.max_num_reqs,
-        limits.max_cudagraph_capture_size, kvcache.vllm_version(), via,
+        requested,
+        requested_bytes,
+        bound,
+        bound_bytes,
+        limits.max_num_reqs,
+        limits.max_cudagraph_capture_size,
+        kvcache.vllm_version(),
+        via,
     )
     if requested <= bound:
-        append_event(STATE.report, "profiling_kv_cache", action="ok", mode=mode, **facts.report_fields())
+        append_event(
+            STATE.report, "profiling_kv_cache", action="ok", mode=mode, **facts.report_fields()
+        )
         return config, None
 
     if mode == "raise":
-        append_event(STATE.report, "profiling_kv_cache", action="raised", mode=mode, **facts.report_fields())
+        append_event(
+            STATE.report, "profiling_kv_cache", action="raised", mode=mode, **facts.report_fields()
+        )
         raise GuardViolation(violation_message(facts))
 
     if mode == "fix":
@@ -123,16 +142,28 @@ def check_profiling_allocation(runner: Any, config: Any, via: str | None) -> tup
         except Exception as exc:  # the guard must never stop vLLM outside raise mode
             logger.warning(
                 "%s cgguard could not build the bounded cache (%s: %s); vLLM continues unchanged.",
-                violation_message(facts, f"To remove the cause: {LASTING_REMEDY}."), type(exc).__name__, exc,
+                violation_message(facts, f"To remove the cause: {LASTING_REMEDY}."),
+                type(exc).__name__,
+                exc,
             )
-            append_event(STATE.report, "profiling_kv_cache", action="fix_failed", mode=mode,
-                         error=f"{type(exc).__name__}: {exc}", **facts.report_fields())
+            append_event(
+                STATE.report,
+                "profiling_kv_cache",
+                action="fix_failed",
+                mode=mode,
+                error=f"{type(exc).__name__}: {exc}",
+                **facts.report_fields(),
+            )
             return config, None
         facts.bound_bytes = kvcache.config_bytes(fixed)
         logger.warning("%s", fixed_message(facts))
-        append_event(STATE.report, "profiling_kv_cache", action="fixed", mode=mode, **facts.report_fields())
+        append_event(
+            STATE.report, "profiling_kv_cache", action="fixed", mode=mode, **facts.report_fields()
+        )
         return fixed, requested
 
     STATE.log_once("warn", logging.WARNING, "%s", violation_message(facts))
-    append_event(STATE.report, "profiling_kv_cache", action="warned", mode=mode, **facts.report_fields())
+    append_event(
+        STATE.report, "profiling_kv_cache", action="warned", mode=mode, **facts.report_fields()
+    )
     return config, None

@@ -60,7 +60,9 @@ class _Scope:
 
 
 # Context variables, so threads and asyncio tasks each see their own call stack.
-_SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("cgguard_scope", default=None)
+_SCOPE: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar(
+    "cgguard_scope", default=None
+)
 _CHECKING: contextvars.ContextVar[bool] = contextvars.ContextVar("cgguard_checking", default=False)
 
 
@@ -79,6 +81,7 @@ _INTERNAL_ERROR = "internal-error"  # STATE.log_once key
 
 
 # --------------------------------------------------------------------------- wrappers
+
 
 def _reconcile(scope: _Scope, runner: Any) -> None:
     """After ``fix``: vLLM records the block count it *asked* for; record the built one."""
@@ -141,15 +144,21 @@ def _find_config(args: tuple, kwargs: dict) -> tuple[int | str, Any] | None:
     return None
 
 
-def _guard_call(signature: inspect.Signature | None, label: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def _guard_call(
+    signature: inspect.Signature | None, label: str, args: tuple, kwargs: dict
+) -> tuple[tuple, dict]:
     """Check a call to an allocation method; returns the arguments to call it with."""
     scope = _SCOPE.get()
     if scope is None and not _profiling_flag(signature, args, kwargs):
         return args, kwargs  # the real KV cache, not ours to judge
     found = _find_config(args, kwargs)
     if not args or found is None:
-        STATE.log_once(f"noconfig:{label}", logging.WARNING,
-                       "cgguard: %s was called for profiling without a KV cache config; not checked", label)
+        STATE.log_once(
+            f"noconfig:{label}",
+            logging.WARNING,
+            "cgguard: %s was called for profiling without a KV cache config; not checked",
+            label,
+        )
         return args, kwargs
     where, config = found
     via = scope.labels[-1] if scope is not None and scope.labels else label
@@ -159,7 +168,7 @@ def _guard_call(signature: inspect.Signature | None, label: str, args: tuple, kw
     if scope is not None and requested is not None:
         scope.fixed = (requested, int(new_config.num_blocks))
     if isinstance(where, int):
-        args = args[:where] + (new_config,) + args[where + 1:]
+        args = args[:where] + (new_config,) + args[where + 1 :]
     else:
         kwargs = {**kwargs, where: new_config}
     return args, kwargs
@@ -184,9 +193,14 @@ def _allocation_wrapper(original: Callable, label: str) -> Callable:
                 raise
             except Exception as exc:
                 # The guard must never be the reason vLLM fails to start.
-                STATE.log_once(_INTERNAL_ERROR, logging.WARNING,
-                               "cgguard: internal error while checking %s (%s: %s); vLLM continues unchecked",
-                               label, type(exc).__name__, exc)
+                STATE.log_once(
+                    _INTERNAL_ERROR,
+                    logging.WARNING,
+                    "cgguard: internal error while checking %s (%s: %s); vLLM continues unchecked",
+                    label,
+                    type(exc).__name__,
+                    exc,
+                )
             return original(*args, **kwargs)
         finally:
             _CHECKING.reset(token)
@@ -196,6 +210,7 @@ def _allocation_wrapper(original: Callable, label: str) -> Callable:
 
 
 # --------------------------------------------------------------------------- patching
+
 
 def _patch(owner: Any, name: str, make: Callable[[Callable, str], Callable], label: str) -> bool:
     """Wrap ``owner.<name>`` if ``owner`` itself defines it as a plain function."""
@@ -252,7 +267,14 @@ def _hook_subclass_creation(base: type) -> None:
 
     setattr(__init_subclass__, _ORIGINAL, original)
     base.__init_subclass__ = classmethod(__init_subclass__)  # type: ignore[assignment]
-    _PATCHES.append(_Patch(base, "__init_subclass__", original, f"{base.__module__}.{base.__qualname__}.__init_subclass__"))
+    _PATCHES.append(
+        _Patch(
+            base,
+            "__init_subclass__",
+            original,
+            f"{base.__module__}.{base.__qualname__}.__init_subclass__",
+        )
+    )
 
 
 def _import(module_name: str) -> Any:
@@ -299,6 +321,7 @@ def _has_allocation_hook() -> bool:
 
 # --------------------------------------------------------------------------- public API
 
+
 def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) -> bool:
     """Hook vLLM's model runners; returns whether hooks are active.
 
@@ -319,36 +342,63 @@ def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) ->
                 _announce()
             return True
         if _import("vllm") is None:
-            STATE.log_once("inactive", logging.WARNING,
-                           "cgguard: vLLM is not importable in this process; the runtime guard is inactive")
+            STATE.log_once(
+                "inactive",
+                logging.WARNING,
+                "cgguard: vLLM is not importable in this process; the runtime guard is inactive",
+            )
             return False
         try:
             _hook_everything()
         except Exception as exc:
             _restore_all()
-            STATE.log_once("inactive-error", logging.WARNING,
-                           "cgguard: could not hook vLLM (%s: %s); the runtime guard is inactive",
-                           type(exc).__name__, exc)
+            STATE.log_once(
+                "inactive-error",
+                logging.WARNING,
+                "cgguard: could not hook vLLM (%s: %s); the runtime guard is inactive",
+                type(exc).__name__,
+                exc,
+            )
             return False
         if not _has_allocation_hook():
             _restore_all()
-            STATE.log_once("inactive", logging.WARNING,
-                           "cgguard: vLLM %s has none of the hook points the guard knows "
-                           "(GPUModelRunner.initialize_kv_cache in vllm.v1.worker); the runtime guard is inactive",
-                           vllm_version() or "(unknown version)")
-            append_event(report_path, "installed", active=False, mode=mode, vllm_version=vllm_version(), targets=[])
+            STATE.log_once(
+                "inactive",
+                logging.WARNING,
+                "cgguard: vLLM %s has none of the hook points the guard knows "
+                "(GPUModelRunner.initialize_kv_cache in vllm.v1.worker); the runtime guard is inactive",
+                vllm_version() or "(unknown version)",
+            )
+            append_event(
+                report_path,
+                "installed",
+                active=False,
+                mode=mode,
+                vllm_version=vllm_version(),
+                targets=[],
+            )
             return False
         STATE.active = True
-        logger.info("cgguard: runtime guard active in pid %d (mode %s), hooked %d targets",
-                    os.getpid(), STATE.mode, len(STATE.targets))
+        logger.info(
+            "cgguard: runtime guard active in pid %d (mode %s), hooked %d targets",
+            os.getpid(),
+            STATE.mode,
+            len(STATE.targets),
+        )
         _announce()
         return True
 
 
 def _announce() -> None:
     STATE.announced_pid = os.getpid()
-    append_event(STATE.report, "installed", active=True, mode=STATE.mode,
-                 vllm_version=vllm_version(), targets=list(STATE.targets))
+    append_event(
+        STATE.report,
+        "installed",
+        active=True,
+        mode=STATE.mode,
+        vllm_version=vllm_version(),
+        targets=list(STATE.targets),
+    )
 
 
 def uninstall() -> None:

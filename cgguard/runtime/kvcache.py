@@ -16,7 +16,9 @@ _MISSING = object()
 
 def looks_like_kv_cache_config(value: object) -> bool:
     """A ``KVCacheConfig`` (or a fork's copy): a block count plus tensors and groups."""
-    return all(hasattr(value, name) for name in ("num_blocks", "kv_cache_tensors", "kv_cache_groups"))
+    return all(
+        hasattr(value, name) for name in ("num_blocks", "kv_cache_tensors", "kv_cache_groups")
+    )
 
 
 def config_bytes(config: Any) -> int:
@@ -48,13 +50,21 @@ def runner_limits(runner: Any) -> RunnerLimits:
     vllm_config = getattr(runner, "vllm_config", None)
     reqs = getattr(runner, "max_num_reqs", None)
     if reqs is None:
-        scheduler = getattr(runner, "scheduler_config", None) or getattr(vllm_config, "scheduler_config", None)
+        scheduler = getattr(runner, "scheduler_config", None) or getattr(
+            vllm_config, "scheduler_config", None
+        )
         reqs = getattr(scheduler, "max_num_seqs", None)
-    compilation = getattr(runner, "compilation_config", None) or getattr(vllm_config, "compilation_config", None)
+    compilation = getattr(runner, "compilation_config", None) or getattr(
+        vllm_config, "compilation_config", None
+    )
     capture = getattr(compilation, "max_cudagraph_capture_size", _MISSING)
     if capture is _MISSING:  # the name before vLLM 0.11.1
         capture = getattr(compilation, "max_capture_size", _MISSING)
-    if not isinstance(reqs, int) or capture is _MISSING or not (capture is None or isinstance(capture, int)):
+    if (
+        not isinstance(reqs, int)
+        or capture is _MISSING
+        or not (capture is None or isinstance(capture, int))
+    ):
         raise LookupError(
             f"{type(runner).__name__} exposes no max_num_reqs / max_cudagraph_capture_size"
         )

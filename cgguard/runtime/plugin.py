@@ -26,5 +26,10 @@ def register() -> None:
 
         install(mode, os.environ.get(REPORT_ENV) or None)
     except Exception as exc:  # never the reason vLLM fails to start
-        STATE.log_once("register", logging.WARNING,
-                       "cgguard: could not enable the runtime guard (%s: %s)", type(exc).__name__, exc)
+        STATE.log_once(
+            "register",
+            logging.WARNING,
+            "cgguard: could not enable the runtime guard (%s: %s)",
+            type(exc).__name__,
+            exc,
+        )

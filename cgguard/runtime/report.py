@@ -33,6 +33,9 @@ def append_event(path: str | None, kind: str, **fields: object) -> None:
             os.close(fd)
     except OSError as exc:
         STATE.log_once(
-            f"report:{path}", logging.WARNING,
-            "cgguard: cannot write the report %s (%s); continuing without it", path, exc,
+            f"report:{path}",
+            logging.WARNING,
+            "cgguard: cannot write the report %s (%s); continuing without it",
+            path,
+            exc,
         )

@@ -39,7 +39,9 @@ def profiling_block_bound(
     return min(max_num_reqs, capture) or fallback
 
 
-def per_token_block_count(max_cudagraph_capture_size: int | None, fallback: int = DEFAULT_FALLBACK) -> int:
+def per_token_block_count(
+    max_cudagraph_capture_size: int | None, fallback: int = DEFAULT_FALLBACK
+) -> int:
     """Blocks vLLM 0.18.0-0.25.x allocated: ``max_cudagraph_capture_size or 1``."""
     return max_cudagraph_capture_size or fallback
 

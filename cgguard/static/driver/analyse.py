@@ -41,7 +41,9 @@ class Aliases:
         if self._found is None:
             from cgguard.static.rules.reach import import_aliases
 
-            tree = self._tree if self._tree is not None else ast.parse(self._text, filename=self._path)
+            tree = (
+                self._tree if self._tree is not None else ast.parse(self._text, filename=self._path)
+            )
             self._found = import_aliases(tree)
         return self._found
 
@@ -55,10 +57,14 @@ class WholeFile:
     are kept here so that many findings in one file cost linear time.
     """
 
-    def __init__(self, text: str, lines: list[str], path: str, tree: ast.Module | None = None, aliases=None):
+    def __init__(
+        self, text: str, lines: list[str], path: str, tree: ast.Module | None = None, aliases=None
+    ):
         self.text, self.lines, self.path = text, lines, path
         self._tree = tree
-        self._read_aliases = aliases  # a reader of the file's aliases (the project's: bases across modules)
+        self._read_aliases = (
+            aliases  # a reader of the file's aliases (the project's: bases across modules)
+        )
         self._starts: dict[int, list[int]] = {}
         self._facts: dict[int, object] = {}
         self.none_checked: dict[str, bool] = {}
@@ -88,14 +94,18 @@ class WholeFile:
 
         self.check_parses()
         chain = statements_at(self._tree, lineno, self._starts)
-        found = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), None)
+        found = next(
+            (n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), None
+        )
         if found is None:
             return None
         facts = self._facts.get(id(found))
         if facts is None:
             from cgguard.static.rules import classfacts
 
-            facts = self._facts[id(found)] = ClassFacts(found.name, lambda: classfacts.of_ast(found), self.aliases)
+            facts = self._facts[id(found)] = ClassFacts(
+                found.name, lambda: classfacts.of_ast(found), self.aliases
+            )
         return facts
 
 
@@ -130,8 +140,6 @@ class _LazyClassFacts:
 
 
 @dataclass
-
-
 class Analysed:
     """The rules' hits in one piece, with what reporting them needs."""
 
@@ -139,7 +147,9 @@ class Analysed:
     positions: Positions
     hits: list
     none_checked: dict[str, bool] | None = None
-    whole: "WholeFile | None" = None  # the file around a cut function (Python's tree of it, when read)
+    whole: "WholeFile | None" = (
+        None  # the file around a cut function (Python's tree of it, when read)
+    )
 
 
 def hits(plan: Plan, pieces: list[Piece], path: str, imported=None) -> list[Analysed]:
@@ -160,15 +170,19 @@ def hits(plan: Plan, pieces: list[Piece], path: str, imported=None) -> list[Anal
         aliases = Aliases(plan.text, path, plan.tree)
         found = (
             scope_hits(piece.module, None, class_facts_at(aliases), imported=imported)
-            if plan.needles else []
+            if plan.needles
+            else []
         )
         return [Analysed(piece, positions, found)]
     whole = WholeFile(plan.text, plan.lines, path, plan.tree)
     for piece in pieces:
         positions = Positions(piece.module, piece.offset)
         found = scope_hits(
-            piece.module, whole.class_around(piece.start + 1), class_facts_at(whole.aliases),
-            helpers=False, imported=imported,
+            piece.module,
+            whole.class_around(piece.start + 1),
+            class_facts_at(whole.aliases),
+            helpers=False,
+            imported=imported,
         )
         out.append(Analysed(piece, positions, found, whole.none_checked, whole))
     return out

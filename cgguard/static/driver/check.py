@@ -48,8 +48,12 @@ def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
         return []  # most files: the later stages are not even imported
     from cgguard.static.driver import analyse, parse, report
 
-    if plan.confirm and parse.deep(lambda: any(analyse.returns_capture(parse.cut(plan, s, e, path)) for s, e in plan.confirm)):
-        plan = plan.whole(path)  # a helper's return carries the capture size: the rules need every caller
+    if plan.confirm and parse.deep(
+        lambda: any(analyse.returns_capture(parse.cut(plan, s, e, path)) for s, e in plan.confirm)
+    ):
+        plan = plan.whole(
+            path
+        )  # a helper's return carries the capture size: the rules need every caller
     if plan.mode == screen.FUNCTIONS and not plan.spans:
         return []
 
@@ -58,12 +62,16 @@ def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
     def work() -> tuple[list, list[Finding]]:
         # Inside deep(): ImportedParams is libcst's side, so a forked child hands this file
         # to the parent before importing libcst a second time in the run.
-        imported = project.imported_params(text, path)  # helpers of other modules, read when a call asks
+        imported = project.imported_params(
+            text, path
+        )  # helpers of other modules, read when a call asks
         pieces = parse.pieces(plan, path)
         analysed = analyse.hits(plan, pieces, path, imported)
         return analysed, report.findings(analysed, plan.text, plan.lines, path)
 
     analysed, found = parse.deep(work)
     if found:
-        analyse.check_parses(analysed)  # the full path would parse the whole file: a finding needs it to
+        analyse.check_parses(
+            analysed
+        )  # the full path would parse the whole file: a finding needs it to
     return found

@@ -33,7 +33,9 @@ class FixOutcome:
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
     fix = finding.fix
-    return fix is not None and (fix.applicability == SAFE or (unsafe and fix.applicability == UNSAFE))
+    return fix is not None and (
+        fix.applicability == SAFE or (unsafe and fix.applicability == UNSAFE)
+    )
 
 
 def apply_edits(text: str, edits: list[TextEdit]) -> str:
@@ -141,7 +143,9 @@ def fix_text(
         findings = check(current)
     else:
         if _would_change(current, findings, unsafe):
-            return _refused(text, check, f"fix not applied: still changing after {MAX_ROUNDS} rounds")
+            return _refused(
+                text, check, f"fix not applied: still changing after {MAX_ROUNDS} rounds"
+            )
     outcome.text = current
     outcome.remaining = findings
     return outcome

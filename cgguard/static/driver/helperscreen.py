@@ -31,7 +31,12 @@ from typing import Callable, Iterable
 
 from cgguard.static.driver.sourcetext import word_char, word_matches
 from cgguard.static.rules import model
-from cgguard.static.rules.model import CAPTURE_LIST_NAMES, CAPTURE_SIZE_ATTRS, is_sink_name, mentions_sink_word
+from cgguard.static.rules.model import (
+    CAPTURE_LIST_NAMES,
+    CAPTURE_SIZE_ATTRS,
+    is_sink_name,
+    mentions_sink_word,
+)
 from cgguard.static.rules.pytree import children, parameter_defaults, statements, walk
 
 _DEF_NAME = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
@@ -83,7 +88,11 @@ def needs_full_parse(
         body = "".join(lines[start:end])
         # A helper only where Python's tree says its return may carry the capture size
         # (the last test below, made first: most functions returning a value do not).
-        if "return" in body and _RETURN_VALUE.search(body) and may_return_capture(tree_of(start, end)):
+        if (
+            "return" in body
+            and _RETURN_VALUE.search(body)
+            and may_return_capture(tree_of(start, end))
+        ):
             candidates.setdefault(name, (start, end))
         if "self." in body:
             for attr in stored_members(tree_of(start, end), walrus=":=" in body):
@@ -120,7 +129,9 @@ def needs_full_parse(
             at = text.find(name)
             while at >= 0:
                 end = at + len(name)
-                if not (at and word_char(text[at - 1])) and not (end < len(text) and word_char(text[end])):
+                if not (at and word_char(text[at - 1])) and not (
+                    end < len(text) and word_char(text[end])
+                ):
                     yield name, at
                 at = text.find(name, end)
 
@@ -164,7 +175,11 @@ def needs_full_parse(
                 return True
     # Text first, then Python's tree (a cheap over-approximation); the rules' own parse
     # decides (the caller's ``confirm``): does the helper's own return carry the capture size?
-    return [candidates[n] for n in sorted(reaching) if may_return_capture(tree_of(*candidates[n])) and returns_capture(*candidates[n])]
+    return [
+        candidates[n]
+        for n in sorted(reaching)
+        if may_return_capture(tree_of(*candidates[n])) and returns_capture(*candidates[n])
+    ]
 
 
 def may_return_capture(tree: ast.AST | None) -> bool:
@@ -179,8 +194,16 @@ def may_return_capture(tree: ast.AST | None) -> bool:
     if tree is None:
         return True  # the parse that follows decides
     # Functions are statements: their walk skips the expressions (most of the nodes).
-    nodes = (tree, *statements(tree)) if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)) else statements(tree)
-    return any(_function_may_return(node) for node in nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    nodes = (
+        (tree, *statements(tree))
+        if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef))
+        else statements(tree)
+    )
+    return any(
+        _function_may_return(node)
+        for node in nodes
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
 
 
 _CAPTURE_NAMES = CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES
@@ -207,7 +230,11 @@ def stored_members(tree: ast.AST | None, walrus: bool = True) -> set[str]:
         if not any(_self_target(t) for targets, _ in stores for t in targets):
             continue  # sets nothing on self: no member to find
         _taint_targets(stores, tainted, _counts)
-        out |= {key.split(".", 1)[1] for key in tainted if key.startswith("self.") and key.count(".") == 1}
+        out |= {
+            key.split(".", 1)[1]
+            for key in tainted
+            if key.startswith("self.") and key.count(".") == 1
+        }
     return out
 
 
@@ -225,7 +252,13 @@ def sink_target(target: ast.AST) -> bool:
         return sink_target(target.value)
     if isinstance(target, ast.Subscript):
         return sink_key(target.slice)
-    last = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
+    last = (
+        target.attr
+        if isinstance(target, ast.Attribute)
+        else target.id
+        if isinstance(target, ast.Name)
+        else None
+    )
     return last is not None and is_sink_name(last)
 
 
@@ -243,7 +276,8 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
 
     def mentions(expr: ast.AST | None) -> bool:
         return expr is not None and any(
-            isinstance(n, (ast.Name, ast.Attribute)) and dotted_name(n) in tainted for n in _value_nodes(expr)
+            isinstance(n, (ast.Name, ast.Attribute)) and dotted_name(n) in tainted
+            for n in _value_nodes(expr)
         )
 
     stores: list[tuple[list[ast.AST], ast.AST]] = []
@@ -251,7 +285,10 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
     for node in nodes:
         if isinstance(node, ast.Assign):
             stores.append((node.targets, node.value))
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
+        elif (
+            isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign))
+            and node.value is not None
+        ):
             stores.append(([node.target], node.value))
     changed = True
     while changed:
@@ -269,12 +306,22 @@ def member_may_sink(tree: ast.AST | None, members: set[str]) -> bool:
     for node in nodes:
         if isinstance(node, ast.Return) and mentions(node.value):
             return True
-        if isinstance(node, ast.keyword) and (node.arg is None or model.is_sink_name(node.arg)) and mentions(node.value):
+        if (
+            isinstance(node, ast.keyword)
+            and (node.arg is None or model.is_sink_name(node.arg))
+            and mentions(node.value)
+        ):
             return True
-        if isinstance(node, ast.Dict) and any(sink_key(k) and mentions(v) for k, v in zip(node.keys, node.values)):
+        if isinstance(node, ast.Dict) and any(
+            sink_key(k) and mentions(v) for k, v in zip(node.keys, node.values)
+        ):
             return True
         if isinstance(node, ast.Call):
-            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            callee = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else getattr(node.func, "id", "")
+            )
             if model.is_profiling_builder(callee) and any(mentions(a) for a in node.args):
                 return True
     return False
@@ -293,7 +340,11 @@ def _value_nodes(expr: ast.AST):
         node = stack.pop()
         yield node
         if isinstance(node, ast.Call):
-            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            callee = (
+                node.func.attr
+                if isinstance(node.func, ast.Attribute)
+                else getattr(node.func, "id", None)
+            )
             if callee not in _CARRYING_CALLS:
                 stack.append(node.func)
                 continue
@@ -311,7 +362,8 @@ def _counts(expr: ast.AST, tainted: set[str]) -> bool:
         elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
             return True
         elif isinstance(node, (ast.Subscript, ast.Call)) and any(
-            isinstance(n, (ast.Attribute, ast.Name)) and (dotted_name(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
+            isinstance(n, (ast.Attribute, ast.Name))
+            and (dotted_name(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
             for n in walk(node)
         ):
             if isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max":
@@ -319,7 +371,9 @@ def _counts(expr: ast.AST, tainted: set[str]) -> bool:
     return False
 
 
-_PASSED_OVER = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Name, ast.Constant})
+_PASSED_OVER = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Name, ast.Constant}
+)
 
 
 def _function_may_return(func: ast.AST) -> bool:
@@ -433,14 +487,18 @@ def called_with_capture(tree: ast.AST, defined: set[str] | None) -> set[str]:
     nodes = list(walk(tree))
     local = {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     calls = [
-        n for n in nodes
-        if isinstance(n, ast.Call) and _callee(n) not in local and (defined is None or _callee(n) in defined)
+        n
+        for n in nodes
+        if isinstance(n, ast.Call)
+        and _callee(n) not in local
+        and (defined is None or _callee(n) in defined)
     ]
     if not calls:
         return set()
     tainted = _tainted_names(tree, set(), defined, nodes)
     return {
-        _callee(n) for n in calls
+        _callee(n)
+        for n in calls
         if any(_carries(a, tainted, defined) for a in (*n.args, *(k.value for k in n.keywords)))
     }
 
@@ -495,7 +553,9 @@ def _reads(expr: ast.AST, defined: set[str] | None) -> tuple[bool, set[str]]:
             name = _callee(node)
             if name not in carrying and defined is not None and name not in defined:
                 continue
-        elif isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+        elif isinstance(
+            node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+        ):
             continue
         stack.extend(children(node))
     return capture, keys
@@ -507,7 +567,9 @@ def _carries(expr: ast.AST, tainted: set[str], defined: set[str] | None) -> bool
     return capture or not keys.isdisjoint(tainted)
 
 
-def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str] | None, walked=None) -> set[str]:
+def _tainted_names(
+    func: ast.AST, seeds: set[str], defined: set[str] | None, walked=None
+) -> set[str]:
     """Names and chains assigned (in any order) a value that may carry a capture size or
     ``seeds`` (``walked``: the nodes of ``func``, when the caller has them)."""
     tainted = set(seeds)
@@ -515,7 +577,10 @@ def _tainted_names(func: ast.AST, seeds: set[str], defined: set[str] | None, wal
     for node in walked if walked is not None else walk(func):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign)) and node.value is not None:
+        elif (
+            isinstance(node, (ast.AnnAssign, ast.NamedExpr, ast.AugAssign))
+            and node.value is not None
+        ):
             targets, value = [node.target], node.value
         else:
             continue

@@ -87,8 +87,11 @@ def in_child() -> bool:
 
 
 def map_files(
-    screen: Callable[[T], "R | Later[P]"], work: Callable[[T, P], R], items: list[T],
-    before_fork: Callable[[], None] | None = None, size: Callable[[T], int] | None = None,
+    screen: Callable[[T], "R | Later[P]"],
+    work: Callable[[T, P], R],
+    items: list[T],
+    before_fork: Callable[[], None] | None = None,
+    size: Callable[[T], int] | None = None,
     plain: Callable[[T], R] | None = None,
 ) -> list[R]:
     """``screen(x)`` for every item and ``work(x, payload)`` for those it leaves (a
@@ -139,7 +142,9 @@ def _share(items_left: int) -> bool:
     return cpus >= 2 and busy_cpus() <= cpus - 2
 
 
-_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" in microseconds, or "max <period>"
+_CPU_MAX = (
+    "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" in microseconds, or "max <period>"
+)
 
 
 def usable_cpus() -> int:

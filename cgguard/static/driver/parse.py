@@ -21,11 +21,14 @@ def parse(source: str, path: str):
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise SyntaxError(
-            f"libcst cannot parse this: {exc.message}", (path, exc.raw_line, exc.raw_column + 1, None)
+            f"libcst cannot parse this: {exc.message}",
+            (path, exc.raw_line, exc.raw_column + 1, None),
         ) from None
 
 
-_DEEP_STACK = 1 << 30  # bytes of stack for the thread that parses and walks (virtual: only what is used counts)
+_DEEP_STACK = (
+    1 << 30
+)  # bytes of stack for the thread that parses and walks (virtual: only what is used counts)
 _DEEP_RECURSION = 400_000
 
 
@@ -94,7 +97,9 @@ class Positions:
             from libcst.metadata import MetadataWrapper, PositionProvider
 
             try:
-                self._ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+                self._ranges = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(
+                    PositionProvider
+                )
             except (RecursionError, KeyError) as exc:
                 # libcst renders the module to find positions, recursing once per nesting
                 # level: past the interpreter's limit (Python 3.12+ stops sooner) the

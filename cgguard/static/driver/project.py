@@ -65,7 +65,11 @@ def imported_params(text: str, path: str):
         func = call.func
         if isinstance(func, cst.Name) and func.value in names and func.value not in defined:
             target, fname = names[func.value]
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in modules:
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in modules
+        ):
             target, fname = modules[func.value.value], func.attr.value
         else:
             return None
@@ -132,7 +136,11 @@ def _external(project: Project, path: str, text: str):
         if target == me or not any(f"{alias}.{d}" in text for d in project.top_defs(target)):
             continue  # this file spells none of the module's functions: not parsed
         # Only the helpers this file spells (`alias.helper`) are parsed, each on its own.
-        spelled = {f: project.function_helper(target, f) for f in project.returning(target) if f"{alias}.{f}" in text}
+        spelled = {
+            f: project.function_helper(target, f)
+            for f in project.returning(target)
+            if f"{alias}.{f}" in text
+        }
         found = {f: h for f, h in spelled.items() if h is not None}
         if found:
             by_module[alias] = found
@@ -154,7 +162,10 @@ def _uses(project: Project, owner_path: str, fname: str) -> tuple[int, int]:
         if text is None:
             continue
         by_name, by_module = _external(project, other, text)
-        if not any(_key_of(project, s) == key for s in (*by_name.values(), *(f for m in by_module.values() for f in m.values()))):
+        if not any(
+            _key_of(project, s) == key
+            for s in (*by_name.values(), *(f for m in by_module.values() for f in m.values()))
+        ):
             continue
         _, counts = _analysis(project, other, text, by_name, by_module)
         for sid, (uses, sunk) in counts.items():
@@ -202,7 +213,9 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
             pieces = []
             whole = analyse.WholeFile(text, lines, path, tree, aliases=aliases)
             for start, end in spans:
-                module = project.module(path, screen.parsable(lines, start, "".join(lines[start:end])))
+                module = project.module(
+                    path, screen.parsable(lines, start, "".join(lines[start:end]))
+                )
                 if module is None:
                     pieces = None  # a cut the function did not survive: the whole file, as before
                     break
@@ -226,13 +239,17 @@ def _analysis(project: Project, path: str, text: str, by_name, by_module):
     return cache[key]
 
 
-def _cut(tree: ast.Module, text: str, lines: list[str], by_name, by_module) -> list[tuple[int, int]] | None:
+def _cut(
+    tree: ast.Module, text: str, lines: list[str], by_name, by_module
+) -> list[tuple[int, int]] | None:
     """(start, end) line indexes of the outermost functions (decorators included) that
     spell an imported helper (``name(...)``, ``alias.name``); None to parse the whole
     file: a use outside any function, or a def of the file named like an imported
     helper (which would shadow it in the whole module's analysis)."""
     spelled = [re.escape(n) for n in by_name]
-    spelled += [rf"{re.escape(a)}\s*\.\s*{re.escape(f)}" for a, funcs in by_module.items() for f in funcs]
+    spelled += [
+        rf"{re.escape(a)}\s*\.\s*{re.escape(f)}" for a, funcs in by_module.items() for f in funcs
+    ]
     if not spelled:
         return []
     if any(re.search(rf"\bdef\s+{re.escape(n)}\b", text) for n in by_name):
@@ -261,7 +278,11 @@ def _spells(node: ast.AST, by_name, by_module) -> bool:
     for sub in walk(node):
         if isinstance(sub, ast.Name) and sub.id in by_name:
             return True
-        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.attr in by_module.get(sub.value.id, {}):
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.attr in by_module.get(sub.value.id, {})
+        ):
             return True
     return False
 
@@ -273,7 +294,9 @@ def _importer_findings(project: Project, text: str, path: str) -> list:
     groups, _ = _analysis(project, path, text, by_name, by_module)
     out = []
     for module, positions, hits in groups:
-        out += _as_findings([h for h in hits if _stays_at_use(project, h)], module, positions, text, path)
+        out += _as_findings(
+            [h for h in hits if _stays_at_use(project, h)], module, positions, text, path
+        )
     return out
 
 
@@ -331,7 +354,9 @@ def _helper_findings(project: Project, text: str, path: str) -> list:
         from cgguard.static.rules.engine import return_hits
 
         module, offset = project.chunk_of(summary)
-        out += _as_findings(return_hits(summary), module, parse.Positions(module, offset), text, path)
+        out += _as_findings(
+            return_hits(summary), module, parse.Positions(module, offset), text, path
+        )
     return out
 
 
@@ -385,7 +410,9 @@ def _as_findings(hits, module, positions, text: str, path: str) -> list:
     from cgguard.static.driver.sourcetext import SourceText
 
     lines = split_lines(text)
-    return parse.deep(lambda: report.findings_of(hits, module, positions, SourceText(text, lines), path))
+    return parse.deep(
+        lambda: report.findings_of(hits, module, positions, SourceText(text, lines), path)
+    )
 
 
 class _ProjectAliases:
@@ -422,7 +449,9 @@ class _Bases(dict):
 
             owner = self._owner
             tree = owner.project.tree(owner.path, owner.text) if owner.project is not None else None
-            self.update(import_aliases(tree if tree is not None else ast.Module(body=[], type_ignores=[])))
+            self.update(
+                import_aliases(tree if tree is not None else ast.Module(body=[], type_ignores=[]))
+            )
             self._loaded = True
 
     def _base(self, key: str) -> str | None:

@@ -30,7 +30,10 @@ _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages"}
 class Project:
     def __init__(self, root: str):
         self.root = root
-        self.bases = (root, os.path.join(root, "src"))  # where absolute imports resolve: flat and src layouts
+        self.bases = (
+            root,
+            os.path.join(root, "src"),
+        )  # where absolute imports resolve: flat and src layouts
         self._files: list[str] | None = None
         self._texts: dict[str, str | None] = {}
 
@@ -48,7 +51,9 @@ class Project:
         key = os.path.abspath(path)
         if key not in self._texts:
             try:
-                with open(key, encoding="utf-8") as fh:  # as Path.read_text (pathlib: 4 ms to import)
+                with open(
+                    key, encoding="utf-8"
+                ) as fh:  # as Path.read_text (pathlib: 4 ms to import)
                     self._texts[key] = fh.read()
             except (OSError, UnicodeDecodeError, ValueError):
                 self._texts[key] = None
@@ -75,7 +80,10 @@ class Project:
             entries = self._listing(folder)
             if entries.get(parts[-1] + ".py") is False:
                 return os.path.abspath(os.path.join(folder, parts[-1] + ".py"))
-            if entries.get(parts[-1]) and self._listing(os.path.join(folder, parts[-1])).get("__init__.py") is False:
+            if (
+                entries.get(parts[-1])
+                and self._listing(os.path.join(folder, parts[-1])).get("__init__.py") is False
+            ):
                 return os.path.abspath(os.path.join(folder, parts[-1], "__init__.py"))
         return None
 
@@ -108,7 +116,11 @@ class Project:
                 found = base
             else:
                 parent = self._package_folder(base, parts[:-1])
-                found = os.path.join(parent, parts[-1]) if parent and self._listing(parent).get(parts[-1]) else None
+                found = (
+                    os.path.join(parent, parts[-1])
+                    if parent and self._listing(parent).get(parts[-1])
+                    else None
+                )
             cache[key] = found
         return cache[key]
 
@@ -198,6 +210,7 @@ class Project:
             if span is not None:
                 first, last = span
                 chunk = "".join(split_lines(text)[first - 1 : last])
+
                 def work():
                     module = self.module(key[0], chunk)
                     if module is None:
@@ -227,7 +240,9 @@ class Project:
             if text and self.defines(key[0], [fname]):
                 from cgguard.static.driver.helperscreen import returns_a_parameter
 
-                found = _top_functions(text, lambda: self.tree(key[0], text), lambda name, _: name == fname).get(fname)
+                found = _top_functions(
+                    text, lambda: self.tree(key[0], text), lambda name, _: name == fname
+                ).get(fname)
                 if found is not None and returns_a_parameter(found[2], set()):
                     first, last, _ = found
                     chunk = "".join(split_lines(text)[first - 1 : last])
@@ -235,7 +250,11 @@ class Project:
                     body = module.body if module is not None else []
                     import libcst as cst
 
-                    if body and isinstance(body[0], cst.FunctionDef) and body[0].name.value == fname:
+                    if (
+                        body
+                        and isinstance(body[0], cst.FunctionDef)
+                        and body[0].name.value == fname
+                    ):
                         cache[key] = body[0]
         return cache[key]
 
@@ -256,7 +275,9 @@ class Project:
             cache[key] = self._read_imports(path, tree)
         return cache[key]
 
-    def _read_imports(self, path: str, tree: ast.Module) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    def _read_imports(
+        self, path: str, tree: ast.Module
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         names: dict[str, tuple[str, str]] = {}
         modules: dict[str, str] = {}
         for node in statements(tree):
@@ -314,7 +335,11 @@ class Project:
             from cgguard.static.driver.helperscreen import returns_capture_alone
 
             # Its return may carry the capture size (Python's tree of that function alone).
-            found = frozenset(n for n, (_, _, node) in self.top_functions(key, text).items() if returns_capture_alone(node))
+            found = frozenset(
+                n
+                for n, (_, _, node) in self.top_functions(key, text).items()
+                if returns_capture_alone(node)
+            )
         cache[key] = found
         return found
 
@@ -328,7 +353,9 @@ class Project:
                 data = f.read()
         except OSError:
             return False
-        return has_needle(data) and b"return" in data and (data.startswith(b"def ") or b"def " in data)
+        return (
+            has_needle(data) and b"return" in data and (data.startswith(b"def ") or b"def " in data)
+        )
 
     def top_functions(self, path: str, text: str) -> dict[str, tuple[int, int, ast.AST]]:
         """The top-level functions of ``text`` (``path``'s) that hold a capture-size needle:
@@ -339,7 +366,9 @@ class Project:
         key = (os.path.abspath(path), text)
         cache = self.__dict__.setdefault("_top_functions", {})
         if key not in cache:
-            cache[key] = _top_functions(text, lambda: self.tree(key[0], text), lambda _, chunk: might_match(chunk))
+            cache[key] = _top_functions(
+                text, lambda: self.tree(key[0], text), lambda _, chunk: might_match(chunk)
+            )
         return cache[key]
 
     def users(self, name: str) -> list[str]:
@@ -395,7 +424,9 @@ def _import_tree(text: str) -> ast.Module:
     return ast.Module(body=body, type_ignores=[])
 
 
-def _import_specs(text: str, wanted: Callable[[str], bool] | None = None) -> Iterator[tuple[str, str, str]]:
+def _import_specs(
+    text: str, wanted: Callable[[str], bool] | None = None
+) -> Iterator[tuple[str, str, str]]:
     """What ``text``'s import statements import, read on its text before any parse, every
     way a statement can be read (:func:`_import_statements`): ``("from", spec, names)``
     for ``from spec import names`` and ``("import", dotted, "")`` for each ``dotted as
@@ -450,7 +481,11 @@ def _import_statements(text: str) -> Iterator[tuple[int, list[tuple[int, str | N
         if text[after : after + 1] in _AFTER_IMPORT:
             start = text.rfind("\n", 0, at) + 1
             if start > 1 and text[start - 2] in "\\\r" and _continued(text, start - 1):
-                ways = [w for w in (_way(text, s, at) for s in _import_starts(text, at)) if w is not None]
+                ways = [
+                    w
+                    for w in (_way(text, s, at) for s in _import_starts(text, at))
+                    if w is not None
+                ]
             else:  # on one line (most imports): no continuation to follow back
                 way = _way(text, start, at)
                 ways = [way] if way is not None else []
@@ -459,7 +494,9 @@ def _import_statements(text: str) -> Iterator[tuple[int, list[tuple[int, str | N
         at = text.find("import", after)
 
 
-_AFTER_IMPORT = frozenset((" ", "\t", "\f", "(", "\\", "*"))  # what may follow the word in an import
+_AFTER_IMPORT = frozenset(
+    (" ", "\t", "\f", "(", "\\", "*")
+)  # what may follow the word in an import
 
 
 def _way(text: str, start: int, at: int) -> tuple[int, str | None] | None:
@@ -578,8 +615,13 @@ def _top_functions(text: str, whole_tree, keep) -> dict[str, tuple[int, int, ast
             node = ast.parse(chunk).body[0]
         except (SyntaxError, ValueError, RecursionError, MemoryError, IndexError):
             node = None
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.end_lineno != end - i:
-            return _top_functions_of(whole_tree(), lines, keep)  # a def in a string, or a cut that failed
+        if (
+            not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or node.end_lineno != end - i
+        ):
+            return _top_functions_of(
+                whole_tree(), lines, keep
+            )  # a def in a string, or a cut that failed
         first = i
         while first and lines[first - 1].startswith("@"):
             first -= 1
@@ -589,13 +631,17 @@ def _top_functions(text: str, whole_tree, keep) -> dict[str, tuple[int, int, ast
     return found
 
 
-def _top_functions_of(tree: ast.Module | None, lines: list[str], keep) -> dict[str, tuple[int, int, ast.AST]]:
+def _top_functions_of(
+    tree: ast.Module | None, lines: list[str], keep
+) -> dict[str, tuple[int, int, ast.AST]]:
     """:func:`_top_functions` from Python's tree of the whole file."""
     found: dict[str, tuple[int, int, ast.AST]] = {}
     for node in tree.body if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            if node.name not in found and keep(node.name, "".join(lines[node.lineno - 1 : node.end_lineno])):
+            if node.name not in found and keep(
+                node.name, "".join(lines[node.lineno - 1 : node.end_lineno])
+            ):
                 found[node.name] = (first, node.end_lineno, node)
     return found
 
@@ -617,7 +663,9 @@ def imports_a_helper(project: Project, text: str, path: str) -> bool:
     statement is answered once per run for its folder (most files repeat the same few)."""
     folder = os.path.dirname(path)
     answers = project.__dict__.setdefault("_import_answers", {})
-    tops = project.__dict__.setdefault("_tops", {})  # first part of a dotted name -> in the project?
+    tops = project.__dict__.setdefault(
+        "_tops", {}
+    )  # first part of a dotted name -> in the project?
 
     def held(spec: str) -> bool:
         if spec.startswith("."):
@@ -638,7 +686,9 @@ def imports_a_helper(project: Project, text: str, path: str) -> bool:
     return False
 
 
-def _statement_imports_a_helper(project: Project, path: str, kind: str, spec: str, names_text: str) -> bool:
+def _statement_imports_a_helper(
+    project: Project, path: str, kind: str, spec: str, names_text: str
+) -> bool:
     if kind == "import":
         target = project.module_file(spec)
         return target is not None and bool(project.returning(target))

@@ -23,7 +23,9 @@ def findings(analysed: list[Analysed], text: str, lines: list[str], path: str) -
     return sorted(set(out), key=Finding.sort_key)
 
 
-def findings_of(hits, module, positions: Positions, src: SourceText, path: str, none_checked=None) -> list[Finding]:
+def findings_of(
+    hits, module, positions: Positions, src: SourceText, path: str, none_checked=None
+) -> list[Finding]:
     """Findings of ``hits`` in ``module`` (positions in file coordinates, fixes as text edits)."""
     from cgguard.static.rules.base import Context
     from cgguard.static.rules.engine import reports, statement_lines
@@ -36,7 +38,9 @@ def findings_of(hits, module, positions: Positions, src: SourceText, path: str, 
         if report.fix is not None:
             rep = report.fix.replacement
             first, c0, last, c1 = ctx.span(rep.old)
-            edit = TextEdit(src.char_offset(first, c0), src.char_offset(last, c1), ctx.code(rep.core))
+            edit = TextEdit(
+                src.char_offset(first, c0), src.char_offset(last, c1), ctx.code(rep.core)
+            )
             fix = Fix(report.fix.applicability, report.fix.description, (edit,))
         out.append(
             Finding(

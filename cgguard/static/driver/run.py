@@ -180,7 +180,11 @@ def screen_file(path: str) -> FileResult | str:
 
 
 def fix_source_text(
-    text: str, path: str, finding_filter: FindingFilter | None = None, *, unsafe: bool = False,
+    text: str,
+    path: str,
+    finding_filter: FindingFilter | None = None,
+    *,
+    unsafe: bool = False,
     diff_base: str | None = None,
 ) -> FileResult:
     """Fix one text in memory; ``new_text`` holds the result (the original on any error).
@@ -190,9 +194,13 @@ def fix_source_text(
         return result
     result.found = list(result.findings)
     try:
-        outcome = fix_text(text, _checker(path, finding_filter), unsafe=unsafe, findings=result.findings)
+        outcome = fix_text(
+            text, _checker(path, finding_filter), unsafe=unsafe, findings=result.findings
+        )
     except SyntaxError as exc:
-        result.error = FileError(path, f"fix not applied: syntax error at line {exc.lineno}: {exc.msg}")
+        result.error = FileError(
+            path, f"fix not applied: syntax error at line {exc.lineno}: {exc.msg}"
+        )
         return result
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error = FileError(path, f"fix not applied: {_parse_failure(exc)}")
@@ -219,7 +227,11 @@ def fix_source_text(
 
 
 def fix_file(
-    path: str, finding_filter: FindingFilter | None = None, *, write: bool = True, unsafe: bool = False,
+    path: str,
+    finding_filter: FindingFilter | None = None,
+    *,
+    write: bool = True,
+    unsafe: bool = False,
     diff_base: str | None = None,
 ) -> FileResult:
     """Fix one file. It is written only when its bytes change, atomically, and only
@@ -235,10 +247,15 @@ def fix_file(
     try:
         if sourcefile.encode(source, source.text) != data:
             # An encoding that does not round-trip would rewrite bytes nobody fixed.
-            raise _NotWritten(f"fix not applied: {source.encoding} does not round-trip this file's bytes")
+            raise _NotWritten(
+                f"fix not applied: {source.encoding} does not round-trip this file's bytes"
+            )
         new_data = sourcefile.encode(source, result.new_text)
     except UnicodeEncodeError as exc:
-        return _not_written(result, f"fix not applied: the fix cannot be encoded as {source.encoding} ({exc.reason})")
+        return _not_written(
+            result,
+            f"fix not applied: the fix cannot be encoded as {source.encoding} ({exc.reason})",
+        )
     except _NotWritten as exc:
         return _not_written(result, str(exc))
     if new_data == data:
@@ -276,7 +293,9 @@ def _guarded(path: str, work: Callable[[str], FileResult | str]) -> FileResult |
     except Exception as exc:  # noqa: BLE001 - a bug must not stop the other files
         import traceback
 
-        result = FileResult(path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}"))
+        result = FileResult(
+            path, error=FileError(path, f"internal error: {type(exc).__name__}: {exc}")
+        )
         result.traceback = traceback.format_exc()
         return result
 
@@ -344,8 +363,14 @@ def fix_paths(
         if error:
             run.files.append(_not_checked(path, error))
         else:
-            run.files.append(_guarded(path, lambda p: fix_file(
-                p, finding_filter, write=write, unsafe=unsafe, diff_base=run.diff_base)))
+            run.files.append(
+                _guarded(
+                    path,
+                    lambda p: fix_file(
+                        p, finding_filter, write=write, unsafe=unsafe, diff_base=run.diff_base
+                    ),
+                )
+            )
     return run
 
 

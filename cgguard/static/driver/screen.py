@@ -23,13 +23,25 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from cgguard.static.driver.helperscreen import dotted_name, mentions_taint, sink_key, sink_target, target_keys
+from cgguard.static.driver.helperscreen import (
+    dotted_name,
+    mentions_taint,
+    sink_key,
+    sink_target,
+    target_keys,
+)
 from cgguard.static.driver.prefilter import TEXT_NEEDLES as _NEEDLES
 from cgguard.static.driver.prefilter import might_match
 from cgguard.static.driver.sourcetext import split_lines
 from cgguard.static.rules import model as vocab
 from cgguard.static.rules.model import mentions_sink_word
-from cgguard.static.rules.pytree import children, outermost_function, parameter_defaults, statements_at, walk
+from cgguard.static.rules.pytree import (
+    children,
+    outermost_function,
+    parameter_defaults,
+    statements_at,
+    walk,
+)
 
 
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
@@ -49,7 +61,9 @@ def _needle_lines(text: str, lines: list[str]) -> list[int]:
     return sorted(found)
 
 
-def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, int]], bool, dict[int, ast.AST]]:
+def _ast_chunks(
+    tree: ast.Module, needles: list[int]
+) -> tuple[list[tuple[int, int]], bool, dict[int, ast.AST]]:
     """From Python's tree: the outermost functions holding a needle, as (start, end) line
     indexes, and whether a class or module scope holding a needle could hold a finding:
     its own code (outside its functions) names both a capture-size source (not just
@@ -66,7 +80,9 @@ def _ast_chunks(tree: ast.Module, needles: list[int]) -> tuple[list[tuple[int, i
             chunks[func.lineno] = (func.lineno - 1, func.end_lineno)
             funcs[func.lineno - 1] = func
             continue
-        scope = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), tree)
+        scope = next(
+            (n for n in reversed(chain) if isinstance(n, ast.ClassDef) and n.lineno < lineno), tree
+        )
         scopes[id(scope)] = scope
     if any(_source_and_sink(scope, []) for scope in scopes.values()):
         return [], True, {}
@@ -181,7 +197,13 @@ def _store_keys(target: ast.AST):
 
 
 def _last(node: ast.AST) -> str | None:
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return (
+        node.attr
+        if isinstance(node, ast.Attribute)
+        else node.id
+        if isinstance(node, ast.Name)
+        else None
+    )
 
 
 def _is_source(node: ast.AST) -> bool:
@@ -191,10 +213,16 @@ def _is_source(node: ast.AST) -> bool:
     if isinstance(node, ast.Subscript):
         return _last(node.value) in vocab.CAPTURE_LIST_NAMES and not isinstance(node.ctx, ast.Store)
     if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Name) and node.func.id == vocab.GETATTR and len(node.args) >= 2:
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == vocab.GETATTR
+            and len(node.args) >= 2
+        ):
             name = node.args[1]
             return isinstance(name, ast.Constant) and vocab.is_capture_attr_name(name.value)
-        return _last(node.func) == "max" and any(_last(a) in vocab.CAPTURE_LIST_NAMES for a in node.args)
+        return _last(node.func) == "max" and any(
+            _last(a) in vocab.CAPTURE_LIST_NAMES for a in node.args
+        )
     return False
 
 
@@ -230,13 +258,17 @@ class _SpanTrees:
         key = (start, end)
         if key not in self._trees:
             try:
-                self._trees[key] = ast.parse(parsable(self.lines, start, "".join(self.lines[start:end])))
+                self._trees[key] = ast.parse(
+                    parsable(self.lines, start, "".join(self.lines[start:end]))
+                )
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._trees[key] = None
         return self._trees[key]
 
 
-def _helper_flow_possible(text: str, lines: list[str], chunks, spans: _SpanTrees) -> bool | list[tuple[int, int]]:
+def _helper_flow_possible(
+    text: str, lines: list[str], chunks, spans: _SpanTrees
+) -> bool | list[tuple[int, int]]:
     """Can a count returned by a helper reach a block count? True, or the helpers whose
     own return only the rules can judge (:mod:`.helperscreen`)."""
     from cgguard.static.driver.helperscreen import needs_full_parse
@@ -413,8 +445,6 @@ NOTHING, FUNCTIONS, WHOLE = "nothing", "functions", "whole"
 
 
 @dataclass
-
-
 class Plan:
     """What libcst parses in one file, and what the later stages need of the screen.
 
@@ -456,7 +486,9 @@ def plan(text: str, path: str, *, fast: bool = True) -> Plan:
         return Plan(WHOLE, text, lines, needles, tree=validate(text, path))
     chunks = _function_chunks(lines, needles)
     tree = None
-    cut: dict[int, ast.AST] = {}  # start line index -> the function, when Python's tree cut the file
+    cut: dict[
+        int, ast.AST
+    ] = {}  # start line index -> the function, when Python's tree cut the file
     if chunks is None:
         # A needle outside any function (a class field, a module constant): Python's
         # parser reads the whole file (reporting a syntax error, as before) and tells
@@ -473,7 +505,9 @@ def plan(text: str, path: str, *, fast: bool = True) -> Plan:
     screened = []
     chunk_trees = []
     spans = _SpanTrees(lines, path)
-    has_sink_word = mentions_sink_word(text)  # no sink word in the file: none in any of its functions
+    has_sink_word = mentions_sink_word(
+        text
+    )  # no sink word in the file: none in any of its functions
     for start, end in chunks:
         chunk = "".join(lines[start:end])
         try:
@@ -493,7 +527,9 @@ def plan(text: str, path: str, *, fast: bool = True) -> Plan:
     helpers = _helper_flow_possible(text, lines, chunks, spans)
     if helpers is True or _hands_through(text, lines, path, chunk_trees, tree):
         # A helper's result may become a block count elsewhere: the rules need every caller.
-        return Plan(WHOLE, text, lines, needles, tree=tree if tree is not None else validate(text, path))
+        return Plan(
+            WHOLE, text, lines, needles, tree=tree if tree is not None else validate(text, path)
+        )
     if not screened and not helpers:
         return Plan(NOTHING, text, lines, needles, tree=tree)
     return Plan(FUNCTIONS, text, lines, needles, spans=screened, tree=tree, confirm=list(helpers))

@@ -49,7 +49,7 @@ def decode(data: bytes) -> Source:
         if "invalid or missing encoding declaration" in reason:
             # No cookie and the first lines are not UTF-8: say where, as for any
             # other invalid UTF-8 byte.
-            _decode_or_raise(data[len(BOM):] if bom else data, "utf-8", 3 if bom else 0)
+            _decode_or_raise(data[len(BOM) :] if bom else data, "utf-8", 3 if bom else 0)
         if bom and reason.startswith("encoding problem"):
             reason = "the file starts with a UTF-8 BOM but its coding cookie names another encoding"
         raise SourceError(f"bad encoding declaration: {reason}") from None
@@ -58,7 +58,7 @@ def decode(data: bytes) -> Source:
     if not _ascii_compatible(encoding):
         # Python refuses these too: the cookie itself would not read as written.
         raise SourceError(f"bad encoding declaration: {encoding} is not a possible source encoding")
-    body = data[len(BOM):] if bom else data
+    body = data[len(BOM) :] if bom else data
     return Source(_decode_or_raise(body, encoding, 3 if bom else 0), encoding, bom)
 
 

@@ -49,11 +49,18 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 # Characters str.splitlines() breaks at but Python's tokenizer does not.
 _ODD_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
-_ASCII_ODD_BREAKS = "\v\f\x1c\x1d\x1e"  # of those, the ones ASCII text can hold (found by str.find: faster)
+_ASCII_ODD_BREAKS = (
+    "\v\f\x1c\x1d\x1e"  # of those, the ones ASCII text can hold (found by str.find: faster)
+)
+
 
 def split_lines(text: str) -> list[str]:
     """Physical lines with their endings, split only where Python's tokenizer splits."""
-    odd = any(c in text for c in _ASCII_ODD_BREAKS) if text.isascii() else _ODD_BREAKS.search(text) is not None
+    odd = (
+        any(c in text for c in _ASCII_ODD_BREAKS)
+        if text.isascii()
+        else _ODD_BREAKS.search(text) is not None
+    )
     if not odd:
         return text.splitlines(keepends=True)  # same result, much faster
     return _LINE.findall(text)

@@ -21,7 +21,9 @@ def _none_default(source: cst.Call, ctx: Context) -> bool:
     if name is None:
         return False
     default = nodes.getattr_default(source)
-    return (isinstance(default, cst.Name) and default.value == "None") or ctx.compared_with_none(name)
+    return (isinstance(default, cst.Name) and default.value == "None") or ctx.compared_with_none(
+        name
+    )
 
 
 class CGG001(Rule):
@@ -39,5 +41,7 @@ class CGG001(Rule):
         elif isinstance(source, cst.Call) and _none_default(source, ctx):
             reasons.append("getattr() may give None here, and min() with None raises")
         if reasons:
-            return RuleFix(UNSAFE, f"Replace with {shown} (unsafe: {'; '.join(reasons)})", replacement)
+            return RuleFix(
+                UNSAFE, f"Replace with {shown} (unsafe: {'; '.join(reasons)})", replacement
+            )
         return RuleFix(SAFE, f"Replace with {shown}", replacement)

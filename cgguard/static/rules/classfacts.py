@@ -35,7 +35,9 @@ class ClassTree:
 EMPTY = ClassTree()
 
 
-def names_model_runner(name: str, bases: tuple[str, ...] | list[str], aliases: dict[str, str] | None = None) -> bool:
+def names_model_runner(
+    name: str, bases: tuple[str, ...] | list[str], aliases: dict[str, str] | None = None
+) -> bool:
     """A model runner: the class's name or one of its bases names one (``...ModelRunner``).
 
     A base imported under another name is read under its own (``aliases``, from
@@ -71,7 +73,11 @@ def of_ast(node: ast.ClassDef) -> ClassTree:
         attrs.update(t.id for t in targets if isinstance(t, ast.Name))
     for sub in pytree.statements(node):  # an assignment is a statement
         for target in _ast_targets(sub, annotated_only_with_value=True):
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
                 attrs.add(target.attr)
     return ClassTree(tuple(bases), frozenset(attrs))
 
@@ -80,7 +86,9 @@ def _ast_targets(stmt: ast.AST, annotated_only_with_value: bool = False) -> list
     """The names and attributes an assignment statement binds (tuples unpacked)."""
     if isinstance(stmt, ast.Assign):
         raw = list(stmt.targets)
-    elif isinstance(stmt, ast.AnnAssign) and (stmt.value is not None or not annotated_only_with_value):
+    elif isinstance(stmt, ast.AnnAssign) and (
+        stmt.value is not None or not annotated_only_with_value
+    ):
         raw = [stmt.target]
     else:
         return []
@@ -136,7 +144,11 @@ def of_cst(node) -> ClassTree:
             attrs.update(t.value for t in _cst_targets(small, cst) if isinstance(t, cst.Name))
     for sub in nodes.walk(node):
         for target in _cst_targets(sub, cst, annotated_only_with_value=True):
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            if (
+                isinstance(target, cst.Attribute)
+                and isinstance(target.value, cst.Name)
+                and target.value.value == "self"
+            ):
                 attrs.add(target.attr.value)
     return ClassTree(tuple(bases), frozenset(attrs))
 
@@ -144,7 +156,9 @@ def of_cst(node) -> ClassTree:
 def _cst_targets(stmt, cst, annotated_only_with_value: bool = False) -> list:
     if isinstance(stmt, cst.Assign):
         raw = [t.target for t in stmt.targets]
-    elif isinstance(stmt, cst.AnnAssign) and (stmt.value is not None or not annotated_only_with_value):
+    elif isinstance(stmt, cst.AnnAssign) and (
+        stmt.value is not None or not annotated_only_with_value
+    ):
         raw = [stmt.target]
     else:
         return []

@@ -32,7 +32,11 @@ ClassFactsFor = Callable[[cst.ClassDef], ClassFacts]
 
 
 def scope_hits(
-    tree: cst.CSTNode, facts: ClassFacts | None, class_facts: ClassFactsFor, *, helpers: bool = True,
+    tree: cst.CSTNode,
+    facts: ClassFacts | None,
+    class_facts: ClassFactsFor,
+    *,
+    helpers: bool = True,
     imported: "Passing | None" = None,
 ) -> list[Hit]:
     """Run the flow over every scope in ``tree``; methods get their class's facts.
@@ -57,7 +61,11 @@ def scope_hits(
         return _scope_flows(tree, facts, class_facts, helper_for, params, imported)
 
     flows = run(None)
-    if helpers and isinstance(tree, cst.Module) and any(flow.returns or flow.stored for flow, _ in flows):
+    if (
+        helpers
+        and isinstance(tree, cst.Module)
+        and any(flow.returns or flow.stored for flow, _ in flows)
+    ):
         return helperflow.follow(tree, run, flows)
     return [hit for flow, _ in flows for hit in flow.hits]
 
@@ -95,7 +103,10 @@ def _scope_flows(
                 if a.default is not None
             }
             flow = ScopeFlow(
-                facts, names, defaults, helper_for(cls) if helper_for else None,
+                facts,
+                names,
+                defaults,
+                helper_for(cls) if helper_for else None,
                 passing=passing(cls),
             )
             flow.run(_body(node.body))

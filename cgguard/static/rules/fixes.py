@@ -67,7 +67,12 @@ def _fallback_text(rw: Rewrite, ctx: Context) -> str:
 
 
 def _arg(value: cst.BaseExpression, last: bool = False) -> cst.Arg:
-    return cst.Arg(value=value, comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return cst.Arg(
+        value=value,
+        comma=cst.MaybeSentinel.DEFAULT
+        if last
+        else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+    )
 
 
 def _min_call(request: str, target: cst.BaseExpression) -> cst.Call:
@@ -93,12 +98,16 @@ def _smallest(hit: Hit) -> Replacement | None:
     target = rw.target
     if rw.insert:
         core = reach.with_first_arg(strip_parens(target), hit.request)
-        return Replacement(old=target, new=core.with_changes(lpar=target.lpar, rpar=target.rpar), core=core)
+        return Replacement(
+            old=target, new=core.with_changes(lpar=target.lpar, rpar=target.rpar), core=core
+        )
     call = _min_call(hit.request, target)
     if rw.has_fallback:
         core: cst.BaseExpression = call
     else:
-        core = cst.BooleanOperation(left=call, operator=cst.Or(), right=cst.Integer(str(DEFAULT_FALLBACK)))
+        core = cst.BooleanOperation(
+            left=call, operator=cst.Or(), right=cst.Integer(str(DEFAULT_FALLBACK))
+        )
         if rw.needs_parens and not target.lpar:
             core = core.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     new = core.with_changes(lpar=[*target.lpar, *core.lpar], rpar=[*core.rpar, *target.rpar])

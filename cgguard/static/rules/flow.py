@@ -29,7 +29,10 @@ from cgguard.static.rules import model as vocab
 # What a call hands from its arguments to its result: None, or the callee's name and, per
 # argument, a function giving (kind, tuple index or None) for each way its parameter
 # reaches the callee's return (computed on first use: :mod:`cgguard.static.rules.paramflow`).
-Passing = Callable[[cst.Call], "tuple[str, list[tuple[cst.BaseExpression, Callable[[], list[tuple[str, int | None]]]]]] | None"]
+Passing = Callable[
+    [cst.Call],
+    "tuple[str, list[tuple[cst.BaseExpression, Callable[[], list[tuple[str, int | None]]]]]] | None",
+]
 
 # Kinds of taint: "token" is a per-token count (CGG001); "max" is a count that was
 # passed through max(<capture size>, ...) (CGG002).
@@ -122,7 +125,9 @@ class ClassFacts:
         """A model runner: its name or one of its base classes names one (``...ModelRunner``)."""
         if self._runner is None:
             # Its own name first: the file's imports are read only for a base's alias.
-            self._runner = classfacts.names_model_runner(self.name, ()) or classfacts.names_model_runner(
+            self._runner = classfacts.names_model_runner(
+                self.name, ()
+            ) or classfacts.names_model_runner(
                 self.name, self._read().bases, self._aliases() if self._aliases is not None else {}
             )
         return self._runner
@@ -148,7 +153,9 @@ def or_operands(node: cst.BooleanOperation):
     ops = [node.operator]
     kind = type(node.operator)
     left = node.left
-    while isinstance(left, cst.BooleanOperation) and isinstance(left.operator, kind) and not left.lpar:
+    while (
+        isinstance(left, cst.BooleanOperation) and isinstance(left.operator, kind) and not left.lpar
+    ):
         values.append(left.right)
         ops.append(left.operator)
         left = left.left
@@ -200,7 +207,9 @@ class ScopeFlow:
         self.summarising = summarising
         self.returns: list[Returned] = []
         self.stored: list[Returned] = []  # `self.name = <count>` (members other methods read)
-        self.sunk_calls: set[int] = set()  # ids of helper calls (their func) that became block counts
+        self.sunk_calls: set[int] = (
+            set()
+        )  # ids of helper calls (their func) that became block counts
         self.other_uses: set[int] = set()  # ids of helper calls whose count also went elsewhere
         self._sunk: dict[int, Taint] = {}  # values already reported (chained targets)
         self._pending: dict[int, Taint] = {}  # values assigned to block-named locals
@@ -241,7 +250,11 @@ class ScopeFlow:
             if index is not None and nodes.is_minus_one(index) and self._capture_list(node.value):
                 return Taint(TOKEN, node)  # `sizes[-1]` of a local holding a capture-size list
             # `helper()[0]`: the element of a helper's tuple that carries the count.
-            if isinstance(node.value, cst.Call) and isinstance(index, cst.Integer) and self.helper is not None:
+            if (
+                isinstance(node.value, cst.Call)
+                and isinstance(index, cst.Integer)
+                and self.helper is not None
+            ):
                 summary = self.helper(node.value)
                 if summary is not None and summary.index == index.evaluated_value:
                     return Taint(summary.kind, summary.source, call=node.value, helper=summary)
@@ -269,7 +282,12 @@ class ScopeFlow:
                 return passed
             callee = nodes.last_name(node.func)
             args = nodes.positional(node)
-            if callee == "max" and len(args) == 1 and not args[0].star and self._capture_list(args[0].value):
+            if (
+                callee == "max"
+                and len(args) == 1
+                and not args[0].star
+                and self._capture_list(args[0].value)
+            ):
                 return Taint(TOKEN, node)  # max(sizes) of a local holding a capture-size list
             if callee == "min":
                 if any(self._is_request(a.value) for a in args):
@@ -364,11 +382,15 @@ class ScopeFlow:
         if entry is not None:
             # The count enters at an argument the callee hands through: the fix bounds it
             # there (a keyword's value needs no parentheses either).
-            positional = isinstance(node, cst.Call) and any(a.value is entry for a in nodes.positional(node))
+            positional = isinstance(node, cst.Call) and any(
+                a.value is entry for a in nodes.positional(node)
+            )
             return self.locate(entry, node if positional else None)
         if not self.taint_of(node):
             return None
-        if nodes.capture_source_kind(node) or isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+        if nodes.capture_source_kind(node) or isinstance(
+            node, (cst.Name, cst.Attribute, cst.Subscript)
+        ):
             return Rewrite(node, has_fallback=False, needs_parens=_needs_parens(node, parent))
         if isinstance(node, cst.BooleanOperation):
             values, ops = or_operands(node)
@@ -379,8 +401,13 @@ class ScopeFlow:
                 and not any(self.taint_of(v) for v in rest)
             ):
                 return Rewrite(
-                    first, has_fallback=True, needs_parens=False, whole=node,
-                    fallbacks=tuple(rest), operators=tuple(ops), insert=reach.is_min_call(first),
+                    first,
+                    has_fallback=True,
+                    needs_parens=False,
+                    whole=node,
+                    fallbacks=tuple(rest),
+                    operators=tuple(ops),
+                    insert=reach.is_min_call(first),
                 )
             for v in values:
                 r = self.locate(v, node)
@@ -427,7 +454,12 @@ class ScopeFlow:
         # Read from this object (`self.cc.max_cudagraph_capture_size`): what the class
         # offers; where it shows nothing, the runners' name as a guess (an unsafe fix).
         facts = self.class_facts
-        if text is not None and text.split(".", 1)[0] == "self" and facts is not None and facts.name:
+        if (
+            text is not None
+            and text.split(".", 1)[0] == "self"
+            and facts is not None
+            and facts.name
+        ):
             own = self._self_request()
             return (own, False) if own else ("self.max_num_reqs", True)
         return None, False
@@ -452,7 +484,11 @@ class ScopeFlow:
             own = isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name)
             base = "self" if own and receiver.value.value == "self" else None
         elif root in params:
-            arg = reach.call_argument(call, owner, root) if isinstance(call, cst.Call) and not summary.stored else None
+            arg = (
+                reach.call_argument(call, owner, root)
+                if isinstance(call, cst.Call) and not summary.stored
+                else None
+            )
             base = self._resolve(arg) if arg is not None else None
         else:
             base = root  # a global (get_current_vllm_config()...)
@@ -515,7 +551,9 @@ class ScopeFlow:
         return None
 
     # ---- sinks --------------------------------------------------------------
-    def sink(self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None = None) -> Taint | None:
+    def sink(
+        self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None = None
+    ) -> Taint | None:
         """``value`` flows into a block-count sink; record a hit unless seen.
 
         A value that went through a block-named local first (:meth:`pending`) is
@@ -536,7 +574,9 @@ class ScopeFlow:
         result = self._sunk[id(value)] = replace(taint, reported=True)
         return result
 
-    def _hit(self, taint: Taint, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None) -> Hit:
+    def _hit(
+        self, taint: Taint, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None
+    ) -> Hit:
         request, guessed = self.request_of(taint)
         entry = self.entry(value) if taint.through is not None else None
         return Hit(
@@ -552,7 +592,9 @@ class ScopeFlow:
             helper=taint.helper,
         )
 
-    def pending(self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None) -> Taint | None:
+    def pending(
+        self, value: cst.BaseExpression, sink: str, parent: cst.CSTNode | None
+    ) -> Taint | None:
         """``value`` is assigned to a local named like a block count.
 
         No sink by itself: the hit is made here (where the value becomes the count)
@@ -615,7 +657,9 @@ class ScopeFlow:
         env: dict[str, object] = {}
         for key in {k for s in live for k in s.env}:
             values = [s.env.get(key) for s in live]
-            taint = next((v for v in values if isinstance(v, Taint) and v.pending is not None), None)
+            taint = next(
+                (v for v in values if isinstance(v, Taint) and v.pending is not None), None
+            )
             taint = taint or next((v for v in values if isinstance(v, Taint)), None)
             if taint is not None:
                 env[key] = taint
@@ -794,11 +838,22 @@ class ScopeFlow:
 
     def _summarise(self, stmt, value, index, parent) -> None:
         taint = self.taint_of(value)
-        if taint is None or (not self.summarising and (taint.reported or taint.pending is not None)):
+        if taint is None or (
+            not self.summarising and (taint.reported or taint.pending is not None)
+        ):
             return
         request, guessed = self.request_of(taint)
         self.returns.append(
-            Returned(stmt, value, taint, self.locate(value, parent), request, guessed, self.chain_of(taint), index)
+            Returned(
+                stmt,
+                value,
+                taint,
+                self.locate(value, parent),
+                request,
+                guessed,
+                self.chain_of(taint),
+                index,
+            )
         )
 
     def stored_on_self(self, target: cst.Attribute, value: cst.BaseExpression, parent) -> None:
@@ -810,8 +865,17 @@ class ScopeFlow:
             return
         request, guessed = self.request_of(taint)
         self.stored.append(
-            Returned(self.current_stmt, value, taint, self.locate(value, parent), request, guessed,
-                     self.chain_of(taint), None, target.attr.value)
+            Returned(
+                self.current_stmt,
+                value,
+                taint,
+                self.locate(value, parent),
+                request,
+                guessed,
+                self.chain_of(taint),
+                None,
+                target.attr.value,
+            )
         )
 
     def assign_call(self, target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
@@ -824,9 +888,14 @@ class ScopeFlow:
             return False
         summary = self.helper(value) if self.helper else None
         if summary is not None and summary.index is not None and summary.index < len(elements):
-            index, taint = summary.index, Taint(summary.kind, summary.source, call=value, helper=summary)
+            index, taint = (
+                summary.index,
+                Taint(summary.kind, summary.source, call=value, helper=summary),
+            )
         else:
-            passed = [(i, self._passed(value, i)) for i in range(len(elements))] if self.passing else []
+            passed = (
+                [(i, self._passed(value, i)) for i in range(len(elements))] if self.passing else []
+            )
             index, taint = next(((i, t) for i, t in passed if t is not None), (None, None))
             if taint is None:
                 return False
@@ -844,7 +913,9 @@ class ScopeFlow:
                         self.hits.append(self._hit(taint, value, key, None))
                 taint = replace(taint, reported=True)
             elif vocab.is_sink_name(name) and taint.pending is None and not taint.reported:
-                taint = self._pending.setdefault(id(value), replace(taint, pending=self._hit(taint, value, key, None)))
+                taint = self._pending.setdefault(
+                    id(value), replace(taint, pending=self._hit(taint, value, key, None))
+                )
             self.env[key] = taint
         return True
 
@@ -863,7 +934,10 @@ class ScopeFlow:
             self.aliases.pop(target.value, None)
 
     def assign(
-        self, target: cst.BaseExpression, value: cst.BaseExpression, parent: cst.CSTNode | None = None
+        self,
+        target: cst.BaseExpression,
+        value: cst.BaseExpression,
+        parent: cst.CSTNode | None = None,
     ) -> None:
         if isinstance(target, cst.Subscript):
             self._store_item(target, value)
@@ -885,11 +959,20 @@ class ScopeFlow:
                 splat = self._splat_dict(value)
                 if splat is not None:
                     result = splat
-                elif isinstance(target, cst.Name) and nodes.last_name(value) in vocab.CAPTURE_LIST_NAMES:
+                elif (
+                    isinstance(target, cst.Name)
+                    and nodes.last_name(value) in vocab.CAPTURE_LIST_NAMES
+                ):
                     result = _CAPTURE_LIST
                 else:
                     kind = self._count_kind(value)
-                    result = _REQUEST if kind == reach.REQUESTS else _TOKENS if kind == reach.TOKENS else None
+                    result = (
+                        _REQUEST
+                        if kind == reach.REQUESTS
+                        else _TOKENS
+                        if kind == reach.TOKENS
+                        else None
+                    )
         if result is None:
             self.env.pop(key, None)
         else:
@@ -908,7 +991,11 @@ class ScopeFlow:
 
     def _store_item(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
         """``overrides["num_gpu_blocks_override"] = n``: one more key of a dict to splat."""
-        key = nodes.dotted(target.value) if isinstance(target.value, (cst.Name, cst.Attribute)) else None
+        key = (
+            nodes.dotted(target.value)
+            if isinstance(target.value, (cst.Name, cst.Attribute))
+            else None
+        )
         index = nodes.single_index(target)
         name = _string_value(index) if index is not None else None
         if key is None or name is None or not vocab.is_sink_name(name):
@@ -960,7 +1047,11 @@ class ScopeFlow:
         args = [a for a in nodes.positional(node) if not a.star]
         # A builder also handed a request count is being bounded by it (as in
         # `profiling_block_bound(max_num_reqs, capture_size)`): nothing to report.
-        if callee and vocab.is_profiling_builder(callee) and not any(self._is_request(a.value) for a in args):
+        if (
+            callee
+            and vocab.is_profiling_builder(callee)
+            and not any(self._is_request(a.value) for a in args)
+        ):
             for arg in args:
                 self.sink(arg.value, sink=f"{callee}(...)")
                 sunk.add(id(arg))

@@ -80,13 +80,17 @@ def _summaries(flows: Flows, owners: dict[int, reach.Owner]) -> dict[Key, Helper
             first = flow.returns[0]
             # One element of a tuple, or the whole value; returns that disagree follow the first.
             rets = [r for r in flow.returns if r.index == first.index]
-            out[id(func)] = HelperSummary(owner, first.taint.kind, first.taint.source, first.chain, rets, first.index)
+            out[id(func)] = HelperSummary(
+                owner, first.taint.kind, first.taint.source, first.chain, rets, first.index
+            )
         if owner.cls is not None:
             for st in flow.stored:
                 key = ("attr", id(owner.cls), st.attr)
                 found = out.get(key)
                 if found is None:
-                    out[key] = HelperSummary(owner, st.taint.kind, st.taint.source, st.chain, [st], attr=st.attr)
+                    out[key] = HelperSummary(
+                        owner, st.taint.kind, st.taint.source, st.chain, [st], attr=st.attr
+                    )
                 else:
                     found.returns.append(st)
     return out
@@ -115,7 +119,11 @@ def follow(module: cst.Module, run: Callable[[HelperFor | None], Flows], flows: 
                 func = defs.resolve_read(node, cls)
                 if func is not None:
                     return known.get(id(func))
-                if cls is not None and isinstance(node.value, cst.Name) and node.value.value == "self":
+                if (
+                    cls is not None
+                    and isinstance(node.value, cst.Name)
+                    and node.value.value == "self"
+                ):
                     return known.get(("attr", id(cls), node.attr.value))
                 return None
 
@@ -123,13 +131,18 @@ def follow(module: cst.Module, run: Callable[[HelperFor | None], Flows], flows: 
 
         flows = run(helper_for)
         latest = _summaries(flows, owners)
-        if {k: (s.kind, s.index) for k, s in latest.items()} == {k: (s.kind, s.index) for k, s in known.items()}:
+        if {k: (s.kind, s.index) for k, s in latest.items()} == {
+            k: (s.kind, s.index) for k, s in known.items()
+        }:
             break
     return _place(module, flows, known, latest)
 
 
 def _place(
-    module: cst.Module, flows: Flows, known: dict[int, HelperSummary], latest: dict[int, HelperSummary]
+    module: cst.Module,
+    flows: Flows,
+    known: dict[int, HelperSummary],
+    latest: dict[int, HelperSummary],
 ) -> list[Hit]:
     """Move each helper's call-site findings to its return when all its uses are block counts."""
     hits = [h for flow, _ in flows for h in flow.hits]

@@ -83,7 +83,21 @@ def comment_width(comment: str) -> int:
 
 # Precedence of the operator a chain would split at (ruff's formatter-local order:
 # higher splits first).
-_NONE, _ATTRIBUTE, _EXPONENT, _INVERT, _MUL, _ADD, _SHIFT, _BITAND, _BITXOR, _BITOR, _COMPARE, _BOOL, _COND = range(13)
+(
+    _NONE,
+    _ATTRIBUTE,
+    _EXPONENT,
+    _INVERT,
+    _MUL,
+    _ADD,
+    _SHIFT,
+    _BITAND,
+    _BITXOR,
+    _BITOR,
+    _COMPARE,
+    _BOOL,
+    _COND,
+) = range(13)
 _BINARY = {
     cst.Power: _EXPONENT,
     cst.Multiply: _MUL,
@@ -277,7 +291,9 @@ def _child_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
-def can_omit_optional_parentheses(node: cst.BaseExpression, swap: dict[int, cst.CSTNode] | None = None) -> bool:
+def can_omit_optional_parentheses(
+    node: cst.BaseExpression, swap: dict[int, cst.CSTNode] | None = None
+) -> bool:
     visitor = _CanOmit(swap or {})
     visitor.subexpression(node)
     return visitor.result()
@@ -317,7 +333,10 @@ class Layout:
     @staticmethod
     def in_parens_space(level: _Level) -> Doc:
         if level.kind == "optional":
-            return [IfBreaks([Line(SOFT_SPACE)], level.gid), IfBreaks([Text(" ")], level.gid, flat=True)]
+            return [
+                IfBreaks([Line(SOFT_SPACE)], level.gid),
+                IfBreaks([Text(" ")], level.gid, flat=True),
+            ]
         if level.kind == "paren":
             return Line(SOFT_SPACE)
         return Text(" ")
@@ -345,7 +364,12 @@ class Layout:
     def parenthesize_if_expands(self, content: Doc) -> Doc:
         gid = self.gid()
         return Group(
-            [IfBreaks([Text("(")], gid), IndentIfBreaks([Line(SOFT), content], gid), Line(SOFT), IfBreaks([Text(")")], gid)],
+            [
+                IfBreaks([Text("(")], gid),
+                IndentIfBreaks([Line(SOFT), content], gid),
+                Line(SOFT),
+                IfBreaks([Text(")")], gid),
+            ],
             gid,
         )
 
@@ -471,7 +495,9 @@ class Layout:
             entries.append((entry, arg.comma, arg.whitespace_after_arg))
         return self.parenthesized("(", Group(self.joined(entries)), ")", level)
 
-    def collection(self, left: str, elements: Sequence[cst.BaseElement], right: str, level: _Level) -> Doc:
+    def collection(
+        self, left: str, elements: Sequence[cst.BaseElement], right: str, level: _Level
+    ) -> Doc:
         """A list, set or parenthesized tuple: one element per line when it breaks."""
         if not elements:
             return Text(left + right)
@@ -540,7 +566,9 @@ class Layout:
             if not value.elements:
                 return Text("()")
             return self.sequence([e.value for e in value.elements], value.elements[-1].comma)
-        if isinstance(value, (cst.Call, cst.Subscript)) or can_omit_optional_parentheses(value, self.swap):
+        if isinstance(value, (cst.Call, cst.Subscript)) or can_omit_optional_parentheses(
+            value, self.swap
+        ):
             return self.optional_parentheses(value)
         if isinstance(value, _TERMINALS + (cst.Attribute,)):
             raise Unsupported("a value without split points")
@@ -560,7 +588,13 @@ class Layout:
             if node.value is None:
                 raise Unsupported("an annotation without a value")
             annotation = self.expr(node.annotation.annotation, TOP)
-            return [self.target(node.target), Text(": "), annotation, Text(" = "), self.last_expression(node.value)]
+            return [
+                self.target(node.target),
+                Text(": "),
+                annotation,
+                Text(" = "),
+                self.last_expression(node.value),
+            ]
         if isinstance(node, cst.Return):
             if node.value is None:
                 return Text("return")

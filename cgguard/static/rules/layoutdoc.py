@@ -90,7 +90,9 @@ class LineSuffix:
     reserved: int
 
 
-Doc = Union[Text, Line, Group, CondGroup, Indent, IndentIfBreaks, IfBreaks, FitsExpanded, LineSuffix, list]
+Doc = Union[
+    Text, Line, Group, CondGroup, Indent, IndentIfBreaks, IfBreaks, FitsExpanded, LineSuffix, list
+]
 
 
 @dataclass

@@ -16,7 +16,9 @@ def message_for(code: str, hit: Hit, ctx: Context, bound: str, *, unsafe: bool =
     request = hit.request or "<max_num_reqs>"
     bound = bound.replace(REQUEST_PLACEHOLDER, request)
     if code == "CGG002":
-        return _fit(f"{subject} takes max() with the capture size; bound it: `", bound, "`", request)
+        return _fit(
+            f"{subject} takes max() with the capture size; bound it: `", bound, "`", request
+        )
     before = f"{subject} counts one block per captured token; use `"
     if hit.request is None:
         return _fit(before, bound, "` (no request count in scope)", request)

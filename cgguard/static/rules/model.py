@@ -58,8 +58,26 @@ PASSTHROUGH_CALLS = frozenset({"int", "ceil", "round", "abs", "cdiv", "round_up"
 # Calls a block-named local may be handed to without its count leaving the function:
 # the propagators and sanitizers above, conversions, and logging.
 NON_ESCAPING_CALLS = PASSTHROUGH_CALLS | frozenset(
-    {"min", "max", "float", "str", "repr", "bool", "len", "isinstance", "print", "range",
-     "debug", "info", "warning", "warning_once", "info_once", "error", "exception", "log"}
+    {
+        "min",
+        "max",
+        "float",
+        "str",
+        "repr",
+        "bool",
+        "len",
+        "isinstance",
+        "print",
+        "range",
+        "debug",
+        "info",
+        "warning",
+        "warning_once",
+        "info_once",
+        "error",
+        "exception",
+        "log",
+    }
 )
 
 # ---- sanitizers -----------------------------------------------------------------------
@@ -116,8 +134,11 @@ def mentions_sink_word(text: str | bytes) -> bool:
     # SINK_WORD_LIST, spelled out: four scans for five words, as both config words hold
     # "kv_cache" (each scan of a file costs about what lowering it does).
     # tests/static/test_sink_words.py holds this to SINK_WORDS, the list's own pattern.
-    found = b"blocks" in low or b"profil" in low or b"available_memory" in low or (
-        b"kv_cache" in low and (b"kv_cache_config" in low or b"minimal_kv_cache" in low)
+    found = (
+        b"blocks" in low
+        or b"profil" in low
+        or b"available_memory" in low
+        or (b"kv_cache" in low and (b"kv_cache_config" in low or b"minimal_kv_cache" in low))
     )
     if not found and not data.isascii():
         if isinstance(text, str):

@@ -11,13 +11,37 @@ from typing import Iterator
 
 import libcst as cst
 
-from cgguard.static.rules.model import CAPTURE_LIST_NAMES, GETATTR, REQUEST_COUNT_NAMES, is_capture_attr_name
+from cgguard.static.rules.model import (
+    CAPTURE_LIST_NAMES,
+    GETATTR,
+    REQUEST_COUNT_NAMES,
+    is_capture_attr_name,
+)
 
 # Fields that hold only layout (whitespace, brackets, separators, operators): never
 # an expression or a statement, so walks skip them.
-_LAYOUT = ("whitespace", "lpar", "rpar", "lbracket", "rbracket", "lbrace", "rbrace", "comma",
-           "semicolon", "operator", "colon", "equal", "newline", "leading_lines", "header",
-           "footer", "trailing_whitespace", "lines_after_decorators", "indent", "star_tok")
+_LAYOUT = (
+    "whitespace",
+    "lpar",
+    "rpar",
+    "lbracket",
+    "rbracket",
+    "lbrace",
+    "rbrace",
+    "comma",
+    "semicolon",
+    "operator",
+    "colon",
+    "equal",
+    "newline",
+    "leading_lines",
+    "header",
+    "footer",
+    "trailing_whitespace",
+    "lines_after_decorators",
+    "indent",
+    "star_tok",
+)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -25,7 +49,9 @@ def child_fields(kind: type) -> tuple[str, ...]:
     names = _FIELDS.get(kind)
     if names is None:
         names = tuple(
-            f.name for f in dataclasses.fields(kind) if not any(f.name.startswith(p) for p in _LAYOUT)
+            f.name
+            for f in dataclasses.fields(kind)
+            if not any(f.name.startswith(p) for p in _LAYOUT)
         )
         _FIELDS[kind] = names
     return names
@@ -109,7 +135,11 @@ def capture_source_kind(node: cst.CSTNode) -> bool:
         return is_capture_attr_name(node.attr.value)
     if isinstance(node, cst.Subscript):
         index = single_index(node)
-        return last_name(node.value) in CAPTURE_LIST_NAMES and index is not None and is_minus_one(index)
+        return (
+            last_name(node.value) in CAPTURE_LIST_NAMES
+            and index is not None
+            and is_minus_one(index)
+        )
     if isinstance(node, cst.Call):
         if getattr_name(node) is not None:
             return True
@@ -126,7 +156,11 @@ def capture_source_kind(node: cst.CSTNode) -> bool:
 
 def getattr_name(node: cst.CSTNode) -> str | None:
     """``getattr(x, "max_capture_size", default)`` -> that name, when it reads a capture size."""
-    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == GETATTR):
+    if not (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value == GETATTR
+    ):
         return None
     args = node.args
     if len(args) not in (2, 3) or any(a.keyword is not None or a.star for a in args):

@@ -73,8 +73,12 @@ class ParamFlows:
         every = [*p.posonly_params, *p.params, *p.kwonly_params]
         seed = next(a.name for a in every if a.name.value == param)
         flow = ScopeFlow(
-            None, [a.name.value for a in every], None, None,
-            passing=self.for_class(owner.cls), summarising=True,
+            None,
+            [a.name.value for a in every],
+            None,
+            None,
+            passing=self.for_class(owner.cls),
+            summarising=True,
         )
         flow.env[param] = Taint(TOKEN, seed)
         flow.run(func.body.body)

@@ -33,7 +33,9 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
 # the name, ``node.ctx``); one rides along with most names and every operation: 39% of
 # the nodes of vLLM's model runner.
 LEAVES = frozenset(
-    k for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for k in base.__subclasses__()
+    k
+    for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+    for k in base.__subclasses__()
 )
 
 
@@ -94,6 +96,7 @@ def outermost_function(chain: list[ast.stmt]) -> ast.FunctionDef | ast.AsyncFunc
 def first_line(stmt: ast.stmt) -> int:
     decorators = getattr(stmt, "decorator_list", None)
     return decorators[0].lineno if decorators else stmt.lineno
+
 
 def inner_block(stmt: ast.stmt, lineno: int) -> list[ast.stmt] | None:
     """The statement list nested in ``stmt`` that holds line ``lineno``, if any."""

@@ -38,7 +38,9 @@ _OPAQUE = "opaque"
 # ---- count kinds ----------------------------------------------------------------
 
 
-def count_kind(node: cst.BaseExpression, local: Callable[[str], str | None] = lambda key: None) -> str | None:
+def count_kind(
+    node: cst.BaseExpression, local: Callable[[str], str | None] = lambda key: None
+) -> str | None:
     """``REQUESTS``, ``TOKENS`` or None for an expression.
 
     An expression is a request count when its leaves are request counts (any
@@ -147,15 +149,15 @@ def with_first_arg(call: cst.Call, request: str) -> cst.Call:
     args = list(call.args)
     if args and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
         # min(\n    a,\n    b\n): the request goes on its own line, laid out like a.
-        first = first.with_changes(
-            comma=cst.Comma(whitespace_after=call.whitespace_before_args)
-        )
+        first = first.with_changes(comma=cst.Comma(whitespace_after=call.whitespace_before_args))
         return call.with_changes(args=[first, *args])
     return call.with_changes(args=[first, *args])
 
 
 def is_min_call(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "min"
+    return (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "min"
+    )
 
 
 # ---- imports ---------------------------------------------------------------------------
@@ -237,7 +239,9 @@ class ModuleDefs:
             elif isinstance(stmt, cst.ClassDef):
                 defs.classes.append(stmt)
                 methods = {
-                    s.name.value: s for s in _block_stmts(stmt.body.body) if isinstance(s, cst.FunctionDef)
+                    s.name.value: s
+                    for s in _block_stmts(stmt.body.body)
+                    if isinstance(s, cst.FunctionDef)
                 }
                 defs.methods[id(stmt)] = methods
         return defs

@@ -25,9 +25,23 @@ from dataclasses import dataclass, field, replace
 
 # Folders skipped while walking, unless ``exclude`` replaces this list
 # (``extend-exclude`` adds to it).
-DEFAULT_EXCLUDE = (".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache",
-                   ".ruff_cache", ".tox", ".nox", ".venv", "venv", "node_modules",
-                   "build", "dist", "site-packages")
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "node_modules",
+    "build",
+    "dist",
+    "site-packages",
+)
 
 DEFAULTS_ORIGIN = "default"
 
@@ -150,7 +164,9 @@ def load_config_file(path: str) -> Settings:
         where = path
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: expected a table")
-    return settings_from_table(table, where, source=path, root=os.path.dirname(os.path.abspath(path)))
+    return settings_from_table(
+        table, where, source=path, root=os.path.dirname(os.path.abspath(path))
+    )
 
 
 def settings_from_table(table: dict, where: str, *, source: str | None, root: str) -> Settings:
@@ -229,7 +245,9 @@ _KEYS = {
 KEYS = tuple(_KEYS)
 
 
-def resolve(*, config: str | None = None, isolated: bool = False, start: str | None = None) -> Settings:
+def resolve(
+    *, config: str | None = None, isolated: bool = False, start: str | None = None
+) -> Settings:
     """The settings for a run (see the module docstring for the order)."""
     if config is not None:
         if not os.path.isfile(config):

@@ -21,8 +21,10 @@ def _toml_value(key: str, value) -> str:
 
 def describe(settings: Settings) -> str:
     """The resolved settings as TOML lines, each with its origin in a comment."""
-    lines = [f"# settings file: {settings.source or 'none (defaults)'}",
-             f"# paths in globs are relative to: {settings.root}"]
+    lines = [
+        f"# settings file: {settings.source or 'none (defaults)'}",
+        f"# paths in globs are relative to: {settings.root}",
+    ]
     for key in KEYS:
         value = getattr(settings, key.replace("-", "_"))
         origin = settings.origins.get(key, DEFAULTS_ORIGIN)
@@ -37,8 +39,11 @@ def describe(settings: Settings) -> str:
 def config(path: str | None, config_file: str | None, isolated: bool) -> None:
     """Print the resolved settings for PATH (default: .) and where they came from."""
     if config_file is not None and isolated:
-        click.echo("cgguard: error: --config cannot be used with --isolated "
-                   "(which ignores every configuration file)", err=True)
+        click.echo(
+            "cgguard: error: --config cannot be used with --isolated "
+            "(which ignores every configuration file)",
+            err=True,
+        )
         sys.exit(2)
     try:
         settings = resolve(config=config_file, isolated=isolated, start=path or ".")

@@ -201,7 +201,9 @@ def _files_under(folder: str, settings: Settings, excludes: PathGlobs) -> Iterat
     if listed:
         for rel in listed:
             parts = rel.split("/")
-            if excluded is not None and any(excluded("/".join(parts[:k])) for k in range(1, len(parts) + 1)):
+            if excluded is not None and any(
+                excluded("/".join(parts[:k])) for k in range(1, len(parts) + 1)
+            ):
                 continue
             path = os.path.normpath(os.path.join(folder, rel))
             if os.path.isfile(path):  # not a deleted tracked file, nor a submodule

@@ -29,15 +29,20 @@ def _no_exclude(ctx: click.Context, param, value: bool) -> None:
 
 OPTIONS = (
     click.option(
-        "--no-exclude", is_flag=True, expose_value=False, callback=_no_exclude,
+        "--no-exclude",
+        is_flag=True,
+        expose_value=False,
+        callback=_no_exclude,
         help="Search folders without exclude globs: the default ones (site-packages, .venv, build, ...) "
-             "and the settings' exclude/extend-exclude.",
+        "and the settings' exclude/extend-exclude.",
     ),
     click.option(
-        "--respect-gitignore/--no-respect-gitignore", default=None, expose_value=False,
+        "--respect-gitignore/--no-respect-gitignore",
+        default=None,
+        expose_value=False,
         callback=_keep("respect_gitignore"),
         help="Skip what .gitignore files ignore while searching folders (default: the respect-gitignore "
-             "setting, on).",
+        "setting, on).",
     ),
 )
 

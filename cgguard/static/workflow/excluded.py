@@ -38,7 +38,9 @@ def is_virtualenv(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
 
 
-def explain(folder: str, settings: Settings, excludes: PathGlobs, kept: list[str] = ()) -> str | None:
+def explain(
+    folder: str, settings: Settings, excludes: PathGlobs, kept: list[str] = ()
+) -> str | None:
     """The error line's reason when excludes removed Python files under ``folder``
     (``kept``: the files its search did find); None when they removed none."""
     from cgguard.static.workflow.discovery import excluded_below, walk
@@ -52,12 +54,19 @@ def explain(folder: str, settings: Settings, excludes: PathGlobs, kept: list[str
         if not is_dir:
             _note_vllm(os.path.dirname(path), vllm)
         if n:
-            cause = _exclude_cause(rel, folder, settings, excludes) if hit is None else _gitignore_cause(hit)
+            cause = (
+                _exclude_cause(rel, folder, settings, excludes)
+                if hit is None
+                else _gitignore_cause(hit)
+            )
             counts[cause] = counts.get(cause, 0) + n
 
     found = {os.path.normpath(p) for p in kept}
-    left = [p for p in walk(folder, settings, excluded_below(folder, settings, excludes), on_skip)
-            if isinstance(p, str) and os.path.normpath(p) not in found]
+    left = [
+        p
+        for p in walk(folder, settings, excluded_below(folder, settings, excludes), on_skip)
+        if isinstance(p, str) and os.path.normpath(p) not in found
+    ]
     if left:
         # Files our own .gitignore reading keeps but git's listing left out
         # (.git/info/exclude, core.excludesFile): git names the rule.
@@ -76,7 +85,9 @@ def _message(total: int, kept: int, counts: dict[Cause, int], vllm: list[str]) -
         files = f"{total:,} of its {total + kept:,} Python files"
         files = f"its installed packages were not checked: {files} {'is' if total == 1 else 'are'}"
     else:
-        files = "its only Python file is" if total == 1 else f"all {total:,} of its Python files are"
+        files = (
+            "its only Python file is" if total == 1 else f"all {total:,} of its Python files are"
+        )
         files = f"nothing checked: {files}"
     if len(counts) == 1:
         [cause] = counts
@@ -121,7 +132,10 @@ def _git_cause(folder: str, rel: str) -> Cause:
 
     try:
         proc = subprocess.run(
-            ["git", "-C", folder, "check-ignore", "-v", "--", rel], capture_output=True, text=True, check=False
+            ["git", "-C", folder, "check-ignore", "-v", "--", rel],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         source, _, rest = proc.stdout.partition(":")
         _, _, pattern = rest.partition(":")

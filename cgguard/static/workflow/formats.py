@@ -28,7 +28,9 @@ from cgguard.static.driver.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
 
-SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
 
 
 def _plural(n: int, word: str) -> str:
@@ -54,15 +56,19 @@ def summary(run, *, fixing: bool) -> str:
         if findings:
             applies = (SAFE, UNSAFE) if unsafe_on else (SAFE,)
             fixable = sum(1 for f in findings if _applicability(f) in applies)
-            parts.append(f"Found {_plural(len(findings), 'finding')}{_fixable(fixable, hidden)} in {checked} checked.")
+            parts.append(
+                f"Found {_plural(len(findings), 'finding')}{_fixable(fixable, hidden)} in {checked} checked."
+            )
         else:
             parts.append(f"No findings in {checked} checked.")
     else:
         dry = getattr(run, "dry_run", False)
         parts.append(f"{'Would fix' if dry else 'Fixed'} {_plural(run.fixed, 'finding')}.")
         if findings:
-            verb = ("would remain" if dry else "remain" if len(findings) != 1 else "remains")
-            parts.append(f"{_plural(len(findings), 'finding')} {verb}{_fixable(0, hidden)} in {checked} checked.")
+            verb = "would remain" if dry else "remain" if len(findings) != 1 else "remains"
+            parts.append(
+                f"{_plural(len(findings), 'finding')} {verb}{_fixable(0, hidden)} in {checked} checked."
+            )
         else:
             parts.append(f"No findings {'would remain' if dry else 'remain'} in {checked} checked.")
     if run.errors:
@@ -82,7 +88,9 @@ def _fixable(fixable: int, hidden: int) -> str:
     if fixable:
         said.append(f"{fixable} fixable with `cgguard fix`")
     if hidden:
-        said.append(f"{hidden} {'more' if fixable else 'fixable'} with `cgguard fix --unsafe-fixes`")
+        said.append(
+            f"{hidden} {'more' if fixable else 'fixable'} with `cgguard fix --unsafe-fixes`"
+        )
     return f" ({', '.join(said)})" if said else ""
 
 
@@ -147,7 +155,8 @@ def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
         return json.dumps(sarif(run, findings, sources), indent=2) + "\n"
     if fmt == "github":
         return "".join(_github(f) for f in findings) + "".join(
-            f"::error file={_gh_prop(e.path)},title=cgguard::{_gh_data(e.reason)}\n" for e in run.errors
+            f"::error file={_gh_prop(e.path)},title=cgguard::{_gh_data(e.reason)}\n"
+            for e in run.errors
         )
     raise ValueError(f"unknown format {fmt!r}")
 
@@ -168,7 +177,9 @@ def _full(f: Finding, sources: Sources) -> str:
             if n == f.line:
                 shown = lines[n - 1].rstrip()
                 end = f.end_col if f.end_line == f.line else len(shown) + 1
-                out.append(f"{gutter} {_under(shown[: f.col - 1])}{'^' * max(1, end - f.col)} {f.code}\n")
+                out.append(
+                    f"{gutter} {_under(shown[: f.col - 1])}{'^' * max(1, end - f.col)} {f.code}\n"
+                )
         out.append(gutter + "\n")
     why = _why(f.code)
     if why:
@@ -176,7 +187,9 @@ def _full(f: Finding, sources: Sources) -> str:
     if f.fix is not None:
         out.append(f"  = fix ({f.fix.applicability}): {f.fix.description}\n")
         out.extend(_fix_diff(f, sources))
-    out.append(f"  = help: `cgguard rule {f.code}` (what it flags, why, when the fix is safe, examples)\n")
+    out.append(
+        f"  = help: `cgguard rule {f.code}` (what it flags, why, when the fix is safe, examples)\n"
+    )
     out.append("\n")
     return "".join(out)
 
@@ -208,7 +221,9 @@ def _why(code: str) -> str:
             text = " ".join(m.group(1).replace("**", "").split()) if m else doc.summary
         _WHY[code] = "".join(
             line + "\n"
-            for line in textwrap.wrap(text, width=96, initial_indent="  = why: ", subsequent_indent="    ")
+            for line in textwrap.wrap(
+                text, width=96, initial_indent="  = why: ", subsequent_indent="    "
+            )
         )
     return _WHY[code]
 
@@ -239,11 +254,24 @@ def _json_finding(f: Finding, sources: Sources) -> dict:
     if f.fix is not None:
         edits = []
         for e in f.fix.edits:
-            (line, col), (end_line, end_col) = sources.position(f.path, e.start), sources.position(f.path, e.end)
-            edits.append(
-                {"content": e.text, "line": line, "column": col, "end_line": end_line, "end_column": end_col}
+            (line, col), (end_line, end_col) = (
+                sources.position(f.path, e.start),
+                sources.position(f.path, e.end),
             )
-        fix = {"applicability": f.fix.applicability, "description": f.fix.description, "edits": edits}
+            edits.append(
+                {
+                    "content": e.text,
+                    "line": line,
+                    "column": col,
+                    "end_line": end_line,
+                    "end_column": end_col,
+                }
+            )
+        fix = {
+            "applicability": f.fix.applicability,
+            "description": f.fix.description,
+            "edits": edits,
+        }
     return {
         "code": f.code,
         "message": f.message,
@@ -265,7 +293,7 @@ _LEVELS: dict[str, str] = {}
 
 
 def level(code: str) -> str:
-    """"error" or "warning" for a rule code (its rule page decides; "error" when it has none)."""
+    """ "error" or "warning" for a rule code (its rule page decides; "error" when it has none)."""
     if not _LEVELS:
         from cgguard.static.workflow.ruledocs import all_rules
 
@@ -292,7 +320,10 @@ def sarif(run, findings: list[Finding], sources: Sources) -> dict:
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
     for f in findings:
-        location = {"artifactLocation": _artifact(f.path), "region": _region(f.line, f.col, f.end_line, f.end_col)}
+        location = {
+            "artifactLocation": _artifact(f.path),
+            "region": _region(f.line, f.col, f.end_line, f.end_col),
+        }
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
@@ -303,14 +334,22 @@ def sarif(run, findings: list[Finding], sources: Sources) -> dict:
         if f.fix is not None:
             replacements = []
             for e in f.fix.edits:
-                (line, col), (end_line, end_col) = sources.position(f.path, e.start), sources.position(f.path, e.end)
+                (line, col), (end_line, end_col) = (
+                    sources.position(f.path, e.start),
+                    sources.position(f.path, e.end),
+                )
                 replacements.append(
-                    {"deletedRegion": _region(line, col, end_line, end_col), "insertedContent": {"text": e.text}}
+                    {
+                        "deletedRegion": _region(line, col, end_line, end_col),
+                        "insertedContent": {"text": e.text},
+                    }
                 )
             result["fixes"] = [
                 {
                     "description": {"text": f.fix.description},
-                    "artifactChanges": [{"artifactLocation": _artifact(f.path), "replacements": replacements}],
+                    "artifactChanges": [
+                        {"artifactLocation": _artifact(f.path), "replacements": replacements}
+                    ],
                 }
             ]
             result["properties"] = {"fixApplicability": f.fix.applicability}
@@ -339,7 +378,10 @@ def sarif(run, findings: list[Finding], sources: Sources) -> dict:
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": _dir_uri(os.getcwd())}},
                 "columnKind": "unicodeCodePoints",
                 "invocations": [
-                    {"executionSuccessful": not run.errors, "toolExecutionNotifications": notifications}
+                    {
+                        "executionSuccessful": not run.errors,
+                        "toolExecutionNotifications": notifications,
+                    }
                 ],
                 "results": results,
             }

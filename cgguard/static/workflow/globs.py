@@ -172,7 +172,9 @@ def gitignored(rules: list[tuple[str, IgnoreRule]], rel: str, is_dir: bool) -> b
     return hit is not None and not hit[1].negated
 
 
-def last_match(rules: list[tuple[str, IgnoreRule]], rel: str, is_dir: bool) -> tuple[str, IgnoreRule] | None:
+def last_match(
+    rules: list[tuple[str, IgnoreRule]], rel: str, is_dir: bool
+) -> tuple[str, IgnoreRule] | None:
     """The (base, rule) that decides whether ``rel`` is ignored (see :func:`gitignored`); None if none matches."""
     found = None
     for base, rule in rules:

@@ -39,7 +39,9 @@ def _is_input(output: str, paths: list[str], settings) -> bool:
         if _same(path, target):
             return True
         if os.path.isdir(path) and any(
-            _within(s, f) for s in spellings for f in {os.path.abspath(path), os.path.realpath(path)}
+            _within(s, f)
+            for s in spellings
+            for f in {os.path.abspath(path), os.path.realpath(path)}
         ):
             folders.append(path)
     if not folders:
@@ -48,7 +50,9 @@ def _is_input(output: str, paths: list[str], settings) -> bool:
     # beside the sources is not one). Searched only in this rare case.
     from cgguard.static.workflow.discovery import discover
 
-    return any(error is None and _same(found, target) for found, error in discover(folders, settings))
+    return any(
+        error is None and _same(found, target) for found, error in discover(folders, settings)
+    )
 
 
 def _same(path: str, target: os.stat_result) -> bool:

@@ -112,7 +112,8 @@ class ProjectCase:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(module.source(), encoding="utf-8")
         (root / PROJECT_MARKER).write_text(
-            f'# the root of rule case {self.id}\n[project]\nname = "{self.name}"\n', encoding="utf-8"
+            f'# the root of rule case {self.id}\n[project]\nname = "{self.name}"\n',
+            encoding="utf-8",
         )
         return root
 
@@ -148,7 +149,11 @@ class RuleDoc:
         for k in CASE_KINDS if kind is None else (kind,):
             folder = self.folder / "cases" / k
             if folder.is_dir():
-                out += [ProjectCase(self.code, k, p.name, p) for p in sorted(folder.iterdir()) if p.is_dir()]
+                out += [
+                    ProjectCase(self.code, k, p.name, p)
+                    for p in sorted(folder.iterdir())
+                    if p.is_dir()
+                ]
         return out
 
 
@@ -180,7 +185,6 @@ def _parse(folder: Path) -> RuleDoc:
         body=body.strip() + "\n",
         folder=folder,
     )
-
 
 
 def all_rules() -> list[RuleDoc]:

@@ -33,19 +33,24 @@ def make_filter(settings: Settings):
             return findings
         skip = file_ignores(path) if per_file else ()
         findings = [
-            f for f in findings if settings.selected(f.code) and not any(f.code.startswith(c) for c in skip)
+            f
+            for f in findings
+            if settings.selected(f.code) and not any(f.code.startswith(c) for c in skip)
         ]
         findings = filter_suppressed(text, findings)
         if settings.unfixable:
             findings = [
-                f if f.fix is None or settings.fixable(f.code) else replace(f, fix=None) for f in findings
+                f if f.fix is None or settings.fixable(f.code) else replace(f, fix=None)
+                for f in findings
             ]
         return findings
 
     return keep
 
 
-def with_command_line_selection(settings: Settings, *, select=None, extend_select=(), ignore=()) -> Settings:
+def with_command_line_selection(
+    settings: Settings, *, select=None, extend_select=(), ignore=()
+) -> Settings:
     """``--select``/``--extend-select``/``--ignore`` on top of the settings, as ruff does.
 
     The command line is a layer over the file's ``select``/``ignore``:

@@ -59,7 +59,9 @@ def filter_suppressed(text: str, findings: list[Finding]) -> list[Finding]:
     kept = []
     for f in findings:
         first, last = _statement_lines(f, spans, starts)
-        if not any(_covers(d, f.code) for line in range(first, last + 1) for d in comments.get(line, ())):
+        if not any(
+            _covers(d, f.code) for line in range(first, last + 1) for d in comments.get(line, ())
+        ):
             kept.append(f)
     return kept
 
@@ -82,7 +84,9 @@ def _covers(directive: frozenset[str] | None, code: str) -> bool:
     return directive is ALL or any(code.startswith(c) for c in directive)
 
 
-def _statement_lines(f: Finding, spans: list[tuple[int, int]], starts: list[int]) -> tuple[int, int]:
+def _statement_lines(
+    f: Finding, spans: list[tuple[int, int]], starts: list[int]
+) -> tuple[int, int]:
     first, last = f.line, f.end_line
     for line in (f.line, f.end_line):
         i = bisect.bisect_right(starts, line) - 1
@@ -119,7 +123,7 @@ def _comments_and_statements(text: str):
         # does not tokenize: fall back to one statement per line, comments by '#'.
         comments, spans = {}, []
         for n, line in enumerate(text.splitlines(), 1):
-            found = directives(line[line.find("#"):]) if "#" in line else []
+            found = directives(line[line.find("#") :]) if "#" in line else []
             if found:
                 comments[n] = found
     return comments, spans

@@ -50,7 +50,9 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def unified_diff(a: list[str], b: list[str], fromfile: str, tofile: str, n: int = 3) -> Iterator[str]:
+def unified_diff(
+    a: list[str], b: list[str], fromfile: str, tofile: str, n: int = 3
+) -> Iterator[str]:
     matcher = _Fixed(opcodes(a, b))
     started = False
     for group in matcher.get_grouped_opcodes(n):
@@ -100,8 +102,9 @@ def _anchors(a, lo_a, hi_a, b, lo_b, hi_b) -> list[tuple[int, int]]:
     count_b: dict[str, int] = {}
     for j in range(lo_b, hi_b):
         count_b[b[j]] = -1 if b[j] in count_b else j
-    pairs = [(i, count_b[line]) for line, i in count_a.items()
-             if i >= 0 and count_b.get(line, -1) >= 0]
+    pairs = [
+        (i, count_b[line]) for line, i in count_a.items() if i >= 0 and count_b.get(line, -1) >= 0
+    ]
     pairs.sort()
     # Longest increasing subsequence in j (patience sorting), keeping predecessors.
     tails: list[int] = []
@@ -134,7 +137,9 @@ def _gap(a, i1, i2, b, j1, j2) -> list[Opcode]:
     # difflib's own junk heuristic stays on: without it a long stretch with no
     # unique line (nothing to anchor on) takes minutes instead of seconds.
     matcher = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2])
-    return [(tag, x1 + i1, x2 + i1, y1 + j1, y2 + j1) for tag, x1, x2, y1, y2 in matcher.get_opcodes()]
+    return [
+        (tag, x1 + i1, x2 + i1, y1 + j1, y2 + j1) for tag, x1, x2, y1, y2 in matcher.get_opcodes()
+    ]
 
 
 def _merge(raw: list[Opcode]) -> list[Opcode]:
