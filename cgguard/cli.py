@@ -9,7 +9,6 @@ import click
 from cgguard import __version__
 from cgguard.static.workflow.formats import FORMATS
 
-
 # Commands that live in other modules, imported only when used (start-up time
 # matters: `cgguard check` runs on every commit). name -> "module:attribute".
 LAZY_COMMANDS = {
@@ -353,9 +352,9 @@ def _stdin(stdin_filename, settings):
     error) or when --force-exclude skips its --stdin-filename.
     """
     from cgguard.static.driver import sourcefile
-    from cgguard.static.workflow.discovery import force_excluded
     from cgguard.static.driver.findings import FileError
     from cgguard.static.driver.run import FileResult, RunResult
+    from cgguard.static.workflow.discovery import force_excluded
 
     name = stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -387,8 +386,8 @@ def check(
 
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
     """
-    from cgguard.static.workflow.formats import Sources
     from cgguard.static.driver.run import check_paths, check_text
+    from cgguard.static.workflow.formats import Sources
     from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
@@ -511,8 +510,8 @@ def _diff_base_note(run) -> None:
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
     """`cgguard fix -`: the fixed source (or, with --diff, the diff) on standard output."""
     from cgguard.static.driver import sourcefile
-    from cgguard.static.workflow.formats import Sources
     from cgguard.static.driver.run import fix_source_text
+    from cgguard.static.workflow.formats import Sources
 
     name, source, data, run = _stdin(stdin_filename, settings)
     run.dry_run = diff

@@ -33,7 +33,7 @@ class BoundProfilingBlocks(CodemodCommand):
             ranges = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
 
             def span(node: cst.CSTNode):
-                r = ranges[node]
+                r = ranges[node]  # noqa: B023 (called only within this round)
                 return (r.start.line, r.start.column, r.end.line, r.end.column)
 
             found, settings = module_reports(tree, span, path)

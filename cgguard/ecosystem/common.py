@@ -3,7 +3,7 @@ order the reports, pick the fixes."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import libcst as cst
 

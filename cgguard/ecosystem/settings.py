@@ -19,8 +19,8 @@ on cgguard's command line (checked).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import libcst as cst
 

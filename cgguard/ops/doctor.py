@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from cgguard.ops.fix_plan import FixPlan, plan_fix
 from cgguard.ops.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status

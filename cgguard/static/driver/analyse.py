@@ -84,7 +84,7 @@ class WholeFile:
             self._aliases = import_aliases(self._tree)
         return self._aliases
 
-    def class_around(self, lineno: int) -> "_LazyClassFacts":
+    def class_around(self, lineno: int) -> _LazyClassFacts:
         """Facts of the innermost class holding line ``lineno``, looked up on first use."""
         return _LazyClassFacts(self, lineno)
 
@@ -147,7 +147,7 @@ class Analysed:
     positions: Positions
     hits: list
     none_checked: dict[str, bool] | None = None
-    whole: "WholeFile | None" = (
+    whole: WholeFile | None = (
         None  # the file around a cut function (Python's tree of it, when read)
     )
 

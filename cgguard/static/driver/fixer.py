@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import bisect
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from cgguard.static.driver.findings import SAFE, UNSAFE, Finding, TextEdit
 

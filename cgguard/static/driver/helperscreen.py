@@ -26,8 +26,8 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
+from collections.abc import Callable, Iterable
 from itertools import accumulate
-from typing import Callable, Iterable
 
 from cgguard.static.driver.sourcetext import word_char, word_matches
 from cgguard.static.rules import model
@@ -166,7 +166,7 @@ def needs_full_parse(
     # to a sink (Python's tree again, flow-insensitive): the rules follow it across methods.
     if reaching & members:
         asked: set[Span] = set()  # each function once, however often it uses the members
-        for name, i in uses(reaching & members):
+        for _name, i in uses(reaching & members):
             span = enclosing_function(i)
             if span is None or span in asked:
                 continue
@@ -357,17 +357,20 @@ def _counts(expr: ast.AST, tainted: set[str]) -> bool:
         if isinstance(node, ast.Attribute):
             if node.attr in CAPTURE_SIZE_ATTRS or dotted_name(node) in tainted:
                 return True
-        elif isinstance(node, ast.Name) and node.id in tainted:
-            return True
-        elif isinstance(node, ast.Constant) and node.value in CAPTURE_SIZE_ATTRS:
-            return True
-        elif isinstance(node, (ast.Subscript, ast.Call)) and any(
-            isinstance(n, (ast.Attribute, ast.Name))
-            and (dotted_name(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
-            for n in walk(node)
+        elif (
+            isinstance(node, ast.Name)
+            and node.id in tainted
+            or isinstance(node, ast.Constant)
+            and node.value in CAPTURE_SIZE_ATTRS
+            or isinstance(node, (ast.Subscript, ast.Call))
+            and any(
+                isinstance(n, (ast.Attribute, ast.Name))
+                and (dotted_name(n) or "").rsplit(".", 1)[-1] in CAPTURE_LIST_NAMES
+                for n in walk(node)
+            )
+            and (isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max")
         ):
-            if isinstance(node, ast.Subscript) or getattr(node.func, "id", None) == "max":
-                return True
+            return True
     return False
 
 
@@ -391,9 +394,8 @@ def _function_may_return(func: ast.AST) -> bool:
                 returns.append(node.value)
         elif kind is ast.Assign:
             assignments.append((node.targets, node.value))
-        elif kind is ast.AnnAssign or kind is ast.NamedExpr:
-            if node.value is not None:
-                assignments.append(([node.target], node.value))
+        elif (kind is ast.AnnAssign or kind is ast.NamedExpr) and node.value is not None:
+            assignments.append(([node.target], node.value))
         push(children(node))
     if not returns:
         return False

@@ -34,7 +34,8 @@ back is redone in the parent, so the result never depends on it.
 from __future__ import annotations
 
 import os
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -87,7 +88,7 @@ def in_child() -> bool:
 
 
 def map_files(
-    screen: Callable[[T], "R | Later[P]"],
+    screen: Callable[[T], R | Later[P]],
     work: Callable[[T, P], R],
     items: list[T],
     before_fork: Callable[[], None] | None = None,
@@ -181,7 +182,7 @@ _UNSCREENED = object()
 
 
 def _shared(
-    screen: Callable[[T], "R | Later[P]"],
+    screen: Callable[[T], R | Later[P]],
     work: Callable[[T, P], R],
     items: list[T],
     left: list[tuple[int, P, int]],

@@ -97,7 +97,7 @@ def findings(text: str, path: str) -> list:
     return out
 
 
-def _project_and_roles(text: str, path: str) -> "tuple[Project, bool, bool] | None":
+def _project_and_roles(text: str, path: str) -> tuple[Project, bool, bool] | None:
     """``path``'s project and whether its ``text`` may take a count from a helper it imports
     or hold one another module imports (:func:`_roles`); None where neither can matter."""
     as_importer, as_helper = _roles(text)

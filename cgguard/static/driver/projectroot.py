@@ -8,12 +8,12 @@ else of the project index (:mod:`.projectindex`) is needed.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-@lru_cache(maxsize=None)
+@cache
 def project_root(folder: str) -> str | None:
     """The nearest folder at or above ``folder`` (absolute) holding a project marker
     (each folder looked at once per run, however many files sit below it)."""

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 from cgguard.static.driver import sourcefile
-from cgguard.static.workflow.discovery import Skip, discover
 from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import has_needle, might_match, plain_bytes
-
 from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
+from cgguard.static.workflow.discovery import Skip, discover
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -212,7 +211,8 @@ def fix_source_text(
     if outcome.error:
         result.error = FileError(path, outcome.error)
     if result.changed:
-        from cgguard.static.workflow.textdiff import diff_base as base_of, diff_label, unified_diff
+        from cgguard.static.workflow.textdiff import diff_base as base_of
+        from cgguard.static.workflow.textdiff import diff_label, unified_diff
 
         label = _printable_path(diff_label(path, diff_base or base_of([path])))
         result.diff = "".join(

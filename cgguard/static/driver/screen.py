@@ -43,7 +43,6 @@ from cgguard.static.rules.pytree import (
     walk,
 )
 
-
 _DEF = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
 
 
@@ -465,7 +464,7 @@ class Plan:
     tree: ast.Module | None = None
     confirm: list[tuple[int, int]] = field(default_factory=list)
 
-    def whole(self, path: str) -> "Plan":
+    def whole(self, path: str) -> Plan:
         """The whole file instead (Python's parser reads it first: its errors come first)."""
         tree = self.tree if self.tree is not None else validate(self.text, path)
         return Plan(WHOLE, self.text, self.lines, self.needles, tree=tree)

@@ -10,8 +10,8 @@ carry (the file's text, positions), computing positions only when asked.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import libcst as cst
 

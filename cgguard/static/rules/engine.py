@@ -8,14 +8,15 @@ only there).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cgguard.static.rules import helperflow
 from cgguard.static.rules.base import Context, Report, Rule
 from cgguard.static.rules.cgg001 import CGG001
 from cgguard.static.rules.cgg002 import CGG002
-from cgguard.static.rules import helperflow
 from cgguard.static.rules.flow import ClassFacts, Hit, ScopeFlow
 from cgguard.static.rules.helperflow import Flows, HelperFor
 
@@ -37,7 +38,7 @@ def scope_hits(
     class_facts: ClassFactsFor,
     *,
     helpers: bool = True,
-    imported: "Passing | None" = None,
+    imported: Passing | None = None,
 ) -> list[Hit]:
     """Run the flow over every scope in ``tree``; methods get their class's facts.
 
@@ -81,12 +82,12 @@ def _scope_flows(
     facts: ClassFacts | None,
     class_facts: ClassFactsFor,
     helper_for: HelperFor | None,
-    params: "ParamFlows | None" = None,
-    imported: "Passing | None" = None,
+    params: ParamFlows | None = None,
+    imported: Passing | None = None,
 ) -> Flows:
     flows: Flows = []
 
-    def passing(cls: cst.ClassDef | None) -> "Passing | None":
+    def passing(cls: cst.ClassDef | None) -> Passing | None:
         local = params.for_class(cls) if params else None
         if imported is None or local is None:
             return local or imported
@@ -212,7 +213,7 @@ def statement_lines(stmt: cst.CSTNode | None, ctx: Context) -> tuple[int, int]:
 # ---- across modules of one project ----------------------------------------------------
 
 
-def module_helpers(module: cst.Module) -> dict[str, "helperflow.HelperSummary"]:
+def module_helpers(module: cst.Module) -> dict[str, helperflow.HelperSummary]:
     """Summaries of the functions at the top of ``module`` whose return carries a count
     (what another module of the project may import and call)."""
     from cgguard.static.rules import reach
@@ -227,8 +228,8 @@ def module_helpers(module: cst.Module) -> dict[str, "helperflow.HelperSummary"]:
 def external_uses(
     module: cst.Module,
     class_facts: ClassFactsFor,
-    names: dict[str, "helperflow.HelperSummary"],
-    modules: dict[str, dict[str, "helperflow.HelperSummary"]],
+    names: dict[str, helperflow.HelperSummary],
+    modules: dict[str, dict[str, helperflow.HelperSummary]],
     *,
     facts: ClassFacts | None = None,
 ) -> tuple[list[Hit], dict[int, tuple[int, int]]]:
@@ -241,7 +242,7 @@ def external_uses(
 
     defs = reach.ModuleDefs.of(module)
 
-    def external(node: cst.CSTNode) -> "helperflow.HelperSummary | None":
+    def external(node: cst.CSTNode) -> helperflow.HelperSummary | None:
         if not isinstance(node, cst.Call):
             return None
         func = node.func
@@ -279,7 +280,7 @@ def external_uses(
     return hits, counts
 
 
-def return_hits(summary: "helperflow.HelperSummary") -> list[Hit]:
+def return_hits(summary: helperflow.HelperSummary) -> list[Hit]:
     """The hits at a helper's returns (every use of it is a block count)."""
     return [
         Hit(

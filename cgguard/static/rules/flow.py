@@ -17,14 +17,14 @@ needed here: the driver resolves them only for the nodes of a hit.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 import libcst as cst
 
 from cgguard.static.rules import classfacts, nodes, reach
-from cgguard.static.rules.classfacts import ClassTree
 from cgguard.static.rules import model as vocab
+from cgguard.static.rules.classfacts import ClassTree
 
 # What a call hands from its arguments to its result: None, or the callee's name and, per
 # argument, a function giving (kind, tuple index or None) for each way its parameter
@@ -49,7 +49,7 @@ class Taint:
     reported: bool = False
     # A hit at a block-named local this value passed (made there, recorded when the
     # value reaches a sink or leaves the function).
-    pending: "Hit | None" = None
+    pending: Hit | None = None
     # The call of a helper (a method of the class, a function of the module) the value
     # came from, or the read of a member (a property, an attribute the class sets from a
     # capture size), and that member's summary (helperflow.HelperSummary).
@@ -189,7 +189,7 @@ class ScopeFlow:
         helper: Callable[[cst.Call], object | None] | None = None,
         *,
         function: bool = True,
-        passing: "Passing | None" = None,
+        passing: Passing | None = None,
         summarising: bool = False,
     ):
         self.class_facts = class_facts
@@ -641,13 +641,13 @@ class ScopeFlow:
         self.emit(taint)
 
     # ---- states (flow-sensitive walk) ----------------------------------------
-    def snapshot(self) -> "State":
+    def snapshot(self) -> State:
         return State(dict(self.env), dict(self.aliases), self.dead)
 
-    def restore(self, state: "State") -> None:
+    def restore(self, state: State) -> None:
         self.env, self.aliases, self.dead = dict(state.env), dict(state.aliases), state.dead
 
-    def join(self, *states: "State") -> "State":
+    def join(self, *states: State) -> State:
         """Where paths meet: a value is bounded only if it is bounded on every live path."""
         live = [s for s in states if not s.dead]
         if not live:
@@ -692,7 +692,7 @@ class ScopeFlow:
             body = body.body
         self.run(body.body)
 
-    def branch(self, start: "State", body, bound: str | None = None) -> "State":
+    def branch(self, start: State, body, bound: str | None = None) -> State:
         """Run ``body`` from ``start`` (with ``bound`` known to be at most a request count)."""
         self.restore(start)
         if bound is not None and not self.dead:
@@ -984,7 +984,7 @@ class ScopeFlow:
                 self.aliases.pop(target.value, None)
 
     # ---- dicts splatted into calls ------------------------------------------
-    def _splat_dict(self, value: cst.BaseExpression) -> "SplatDict | None":
+    def _splat_dict(self, value: cst.BaseExpression) -> SplatDict | None:
         """A dict literal (or ``dict(...)``) with block-count string keys: sinks if splatted."""
         entries = _dict_sinks(value)
         return SplatDict(tuple((n, v, self.current_stmt) for n, v in entries)) if entries else None
@@ -1077,7 +1077,7 @@ class SplatDict:
     entries: tuple[tuple[str, cst.BaseExpression, cst.CSTNode | None], ...]
 
     @staticmethod
-    def merged(values) -> "SplatDict":
+    def merged(values) -> SplatDict:
         out: list = []
         for v in values:
             out.extend(e for e in v.entries if e not in out)
@@ -1138,6 +1138,4 @@ def _needs_parens(node: cst.BaseExpression, parent: cst.CSTNode | None) -> bool:
     # `x if c else <count> or 1` and `a, b = <count> or 1, c` need none either.
     if isinstance(parent, cst.IfExp) and node is not parent.test:
         return False
-    if isinstance(parent, (cst.Tuple, cst.List)):
-        return False
-    return True
+    return not isinstance(parent, (cst.Tuple, cst.List))

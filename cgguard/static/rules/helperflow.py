@@ -21,8 +21,8 @@ helpers are followed too (a few rounds, until nothing new is found).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import libcst as cst
 

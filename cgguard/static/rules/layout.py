@@ -26,8 +26,8 @@ raises :class:`Unsupported` and the caller keeps a plainer layout.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import libcst as cst
 
@@ -276,7 +276,7 @@ class _CanOmit:
 
 
 def _child_expressions(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(node, cst.BooleanOperation) or isinstance(node, cst.BinaryOperation):
+    if isinstance(node, (cst.BooleanOperation, cst.BinaryOperation)):
         return [node.left, node.right]
     if isinstance(node, cst.Comparison):
         return [node.left, *(c.comparator for c in node.comparisons)]

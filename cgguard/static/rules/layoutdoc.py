@@ -14,7 +14,6 @@ newline at the current indentation).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 FLAT = "flat"
 BREAK = "break"
@@ -90,9 +89,18 @@ class LineSuffix:
     reserved: int
 
 
-Doc = Union[
-    Text, Line, Group, CondGroup, Indent, IndentIfBreaks, IfBreaks, FitsExpanded, LineSuffix, list
-]
+Doc = (
+    Text
+    | Line
+    | Group
+    | CondGroup
+    | Indent
+    | IndentIfBreaks
+    | IfBreaks
+    | FitsExpanded
+    | LineSuffix
+    | list
+)
 
 
 @dataclass

@@ -7,7 +7,7 @@ libcst, so the driver can screen text without importing it).
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 

@@ -23,7 +23,7 @@ others' values too.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -99,7 +99,7 @@ class ImportedParams:
     function alone (a call it makes to another function hands nothing through).
     """
 
-    def __init__(self, lookup: Callable[[cst.Call], "cst.FunctionDef | None"]):
+    def __init__(self, lookup: Callable[[cst.Call], cst.FunctionDef | None]):
         self.lookup = lookup
         self._flows: dict[int, ParamFlows] = {}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def statements(node: ast.AST) -> Iterator[ast.stmt]:

@@ -20,8 +20,8 @@ Pure helpers on libcst nodes (and Python's tree of a file's imports), used by
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -231,7 +231,7 @@ class ModuleDefs:
     classes: list[cst.ClassDef] = field(default_factory=list)
 
     @classmethod
-    def of(cls, module: cst.Module) -> "ModuleDefs":
+    def of(cls, module: cst.Module) -> ModuleDefs:
         defs = cls()
         for stmt in _block_stmts(module.body):
             if isinstance(stmt, cst.FunctionDef):
@@ -332,9 +332,7 @@ def references(module: cst.Module, names: set[str]) -> list[cst.CSTNode]:
         if isinstance(node, (cst.Import, cst.ImportFrom)):
             skip.update(id(sub) for sub in nodes.walk(node))  # names an import binds: no use
             continue
-        if isinstance(node, cst.AssignTarget):
-            skip.add(id(node.target))
-        elif isinstance(node, cst.AnnAssign):
+        if isinstance(node, (cst.AssignTarget, cst.AnnAssign)):
             skip.add(id(node.target))
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
             skip.add(id(node.name))

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
-from cgguard.static.workflow.config import Settings
 from cgguard.static.driver.findings import FileError
+from cgguard.static.workflow.config import Settings
 from cgguard.static.workflow.excluded import explain, is_virtualenv
 from cgguard.static.workflow.globs import (
     IgnoreRule,
@@ -290,7 +290,7 @@ def walk(root: str, settings: Settings, excluded, on_skip=None) -> Iterator[str 
             rules.extend(_read_gitignore(folder, rel_top(rel_folder).rstrip("/")))
 
         def skip(name: str, is_dir: bool) -> bool:
-            rel = f"{rel_folder}/{name}" if rel_folder else name
+            rel = f"{rel_folder}/{name}" if rel_folder else name  # noqa: B023 (used within this folder's step)
             if excluded is not None and excluded(rel):
                 if on_skip is not None:
                     on_skip(rel, is_dir, None)

@@ -118,10 +118,7 @@ class PathGlobs:
     def match_within(self, rel: str) -> bool:
         """Does it match the path or any folder above it (``a``, ``a/b``, ``a/b/c.py``)?"""
         parts = rel.split("/")
-        for k in range(1, len(parts) + 1):
-            if self.match("/".join(parts[:k])):
-                return True
-        return False
+        return any(self.match("/".join(parts[:k])) for k in range(1, len(parts) + 1))
 
 
 @dataclass(frozen=True)
@@ -147,9 +144,7 @@ def parse_gitignore(text: str) -> list[IgnoreRule]:
         if not line:
             continue
         negated = line.startswith("!")
-        if negated:
-            line = line[1:]
-        elif line.startswith("\\!") or line.startswith("\\#"):
+        if negated or line.startswith("\\!") or line.startswith("\\#"):
             line = line[1:]
         dir_only = line.endswith("/")
         line = line.rstrip("/")

@@ -8,7 +8,7 @@ anything (not after). :func:`problem` returns the one-line reason, or None.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def problem(output: str, paths: Iterable[str], settings=None) -> str | None:

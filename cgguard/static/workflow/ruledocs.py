@@ -33,7 +33,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-
 CASE_SUFFIX = ".pycase"
 FIXED_SUFFIX = ".fixed" + CASE_SUFFIX
 CASE_KINDS = ("flagged", "silent")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cgguard.static.workflow.config import Settings
 from cgguard.static.driver.findings import Finding
+from cgguard.static.workflow.config import Settings
 from cgguard.static.workflow.globs import PathGlobs, relative_to_root
 from cgguard.static.workflow.suppressions import filter_suppressed
 

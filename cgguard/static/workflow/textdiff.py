@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import os
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 Opcode = tuple[str, int, int, int, int]
 
