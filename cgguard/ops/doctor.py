@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from cgguard.ops.fix_plan import FixPlan, plan_fix
 from cgguard.ops.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status
-from cgguard.ops.installed import InstalledVllm, find_installed_vllm
+from cgguard.ops.installed import InstalledVllm, find_installed_vllm, vllm_importable
 from cgguard.ops.workarounds import Workarounds, find_workarounds
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
@@ -227,7 +227,8 @@ def diagnose_path(root: str) -> Diagnosis:
         files_checked=n,
         findings=findings,
         errors=errors,
-        guard=guard_status(),
+        # The guard runs only inside a vLLM this Python imports, not inside the tree.
+        guard=guard_status(vllm_found=vllm_importable()),
     )
     if diagnosis.affected:
         diagnosis.plan = plan_fix(root, findings)
@@ -260,6 +261,16 @@ def _where(f: Finding) -> str:
     return f"{f.path}:{f.line}"
 
 
+_UNSAFE_BECAUSE = re.compile(r"\(unsafe: (.*)\)\s*$")
+
+
+def unsafe_reason(f: Finding) -> str:
+    """Why a fix is unsafe, in the words its description (``--format full``) gives."""
+    description = f.fix.description if f.fix is not None else ""
+    m = _UNSAFE_BECAUSE.search(description)
+    return m.group(1) if m else description
+
+
 def _plan_advice(plan: FixPlan) -> list[str]:
     """What to run on a source tree, what `cgguard fix TREE` alone leaves out, and what
     only a hand edit fixes."""
@@ -275,9 +286,10 @@ def _plan_advice(plan: FixPlan) -> list[str]:
                 f"`{plan.plain_command}` alone would leave out {len(plan.left_out)}: {listed}."
             )
         if plan.unsafe:
+            reasons = "; ".join(f"{_where(f)} ({unsafe_reason(f)})" for f in plan.unsafe)
             parts.append(
-                f"{len(plan.unsafe)} of these fixes {'is' if len(plan.unsafe) == 1 else 'are'} marked unsafe "
-                "(the request count is assumed): review the change."
+                f"{len(plan.unsafe)} of these fixes {'is' if len(plan.unsafe) == 1 else 'are'} marked unsafe: "
+                f"{reasons}. Review the change."
             )
     for f in plan.by_hand:
         parts.append(f"No automatic fix for {_where(f)}: edit it by hand ({f.message}).")

@@ -33,6 +33,12 @@ def _guard_line(d: Diagnosis) -> str:
     else:
         where = f"registered ({g.entry_point})"
     setting = f"{MODE_ENV}={g.mode_env}" if g.mode_env is not None else f"{MODE_ENV} unset"
+    if not g.vllm_found:
+        # The plugin runs inside vLLM; with no vLLM for this Python, nothing loads it.
+        return (
+            f"Runtime guard: not active: this Python imports no vLLM, so nothing loads the plugin "
+            f"(plugin {where}; {setting} gives mode {g.mode!r})"
+        )
     state = "active" if g.active else "not active"
     return f"Runtime guard: {state}: plugin {where}; {setting} gives mode {g.mode!r}"
 
@@ -63,11 +69,14 @@ def _render_text(d: Diagnosis) -> str:
     else:
         lines.append(f"Source tree: {d.location} (version {d.vllm_version or 'unknown'})")
     affecting = sorted((f for f in d.findings if f.code == "CGG001"), key=lambda f: f.sort_key())
+    notes = len(d.findings) - len(affecting)
     plural = "s" if d.files_checked != 1 else ""
+    # The header counts every line listed under it: review notes (CGG002) too.
+    also = f" and {notes} review note{'s' if notes != 1 else ''} (CGG002)" if notes else ""
     if d.affected:
         lines.append(
-            f"AFFECTED: {len(affecting)} per-token profiling block count{'s' if len(affecting) != 1 else ''} "
-            f"in {d.files_checked} file{plural} checked:"
+            f"AFFECTED: {len(affecting)} per-token profiling block count{'s' if len(affecting) != 1 else ''}"
+            f"{also} in {d.files_checked} file{plural} checked:"
         )
     elif d.nothing_checked:
         lines.append(
@@ -83,6 +92,8 @@ def _render_text(d: Diagnosis) -> str:
         lines.append(
             f"Not affected: no per-token profiling block count in {d.files_checked} file{plural} checked."
         )
+    if notes and not d.affected:
+        lines.append(f"{notes} review note{'s' if notes != 1 else ''} (CGG002):")
     for f in sorted(d.findings, key=lambda f: f.sort_key()):
         lines.append(f"  {f.path}:{f.line}:{f.col}: {f.code} {f.message}")
     in_range = d.in_affected_releases

@@ -71,6 +71,11 @@ def _import_location(search_path: Sequence[str] | None) -> str | None:
     return os.path.realpath(list(spec.submodule_search_locations)[0])
 
 
+def vllm_importable(search_path: Sequence[str] | None = None) -> bool:
+    """Whether this Python finds a ``vllm`` package to import (nothing is executed)."""
+    return _import_location(search_path) is not None
+
+
 def _metadata_path(dist: metadata.Distribution) -> str | None:
     # PathDistribution keeps its folder in `_path`; there is no public accessor.
     path = getattr(dist, "_path", None)

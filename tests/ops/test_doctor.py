@@ -284,3 +284,39 @@ def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
     assert text.exit_code == 2
     assert "Not affected" not in text.stdout and "No answer:" in text.stdout
     assert f"{root / 'vllm' / 'broken.py'}: error: syntax error" in result.stderr
+
+
+# Runs doctor in a Python where `import vllm` finds nothing: a finder placed first on
+# sys.meta_path refuses the name, as an environment without vLLM would (every test
+# environment here has one installed).
+WITHOUT_VLLM = """
+import sys
+class NoVllm:
+    def find_spec(self, name, path=None, target=None):
+        if name == "vllm" or name.startswith("vllm."):
+            raise ModuleNotFoundError(name)
+        return None
+sys.meta_path.insert(0, NoVllm())
+from cgguard.cli import main
+sys.argv = ["cgguard", *sys.argv[1:]]
+main()
+"""
+
+
+def test_path_without_an_importable_vllm_is_not_an_active_guard(tmp_path):
+    (tmp_path / "m.py").write_text("x = 1\n")
+    env = clean_env(CGGUARD_MODE="fix")
+    args = ["doctor", "--path", str(tmp_path)]
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_VLLM, *args, "--format", "json"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    guard = json.loads(proc.stdout)["guard"]
+    assert guard["plugin_registered"] is True and guard["mode"] == "fix"
+    assert guard["vllm_found"] is False and guard["active"] is False
+    text = subprocess.run([sys.executable, "-c", WITHOUT_VLLM, *args],
+                          capture_output=True, text=True, env=env, timeout=600).stdout
+    assert "Runtime guard: not active: this Python imports no vLLM" in text
+    assert "Runtime guard: active" not in text
+    # The same tree with this Python's vLLM importable: the guard would run.
+    with_vllm = run_doctor(*args[1:], "--format", "json", env=env)
+    assert json.loads(with_vllm.stdout)["guard"]["active"] is True

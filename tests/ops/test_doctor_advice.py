@@ -153,7 +153,11 @@ def test_unsafe_fix_is_advised_with_its_flag(tmp_path):
     assert before.returncode == 1
     [command] = COMMAND.findall(before.stdout)
     assert command == f"cgguard fix {root} --unsafe-fixes"
-    assert "1 of these fixes is marked unsafe (the request count is assumed): review the change." in before.stdout
+    # The reason doctor gives is the one `cgguard check --format full` gives for that fix.
+    full = cgguard("check", "--format", "full", str(root)).stdout
+    [reason] = re.findall(r"= fix \(unsafe\): .* \(unsafe: (.*)\)$", full, re.M)
+    assert "nothing shows that this class has" in reason
+    assert f"1 of these fixes is marked unsafe: {root / 'mixin.py'}:3 ({reason}). Review the change." in before.stdout
     assert run_printed(command, cwd=tmp_path).returncode == 0
     assert cgguard("doctor", "--path", str(root)).returncode == 0
 
@@ -360,3 +364,46 @@ def test_a_broken_config_is_gone_around_with_isolated(tmp_path):
     assert f"{root}/r.py:3 (`cgguard fix {root}` stops at a configuration error: " in before.stdout
     assert run_printed(command, cwd=tmp_path).returncode == 0
     assert cgguard("doctor", "--path", str(root)).returncode == 0
+
+
+def test_unsafe_reason_for_a_capture_size_checked_for_none(tmp_path):
+    # The class shows its request count, but the file checks the capture size for
+    # None: the fix is unsafe for that reason, not for an assumed request count.
+    root = tmp_path / "plugin"
+    root.mkdir()
+    (root / "runner.py").write_text(
+        "class Runner:\n"
+        "    def __init__(self):\n"
+        "        self.max_num_reqs = 4\n"
+        "    def _init_minimal_kv_cache_for_profiling(self):\n"
+        "        if self.compilation_config.max_cudagraph_capture_size is None:\n"
+        "            pass\n"
+        "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
+        "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
+    )
+    before = cgguard("doctor", "--path", str(root))
+    full = cgguard("check", "--format", "full", str(root)).stdout
+    [reason] = re.findall(r"= fix \(unsafe\): .* \(unsafe: (.*)\)$", full, re.M)
+    assert "min() with None raises" in reason
+    assert f"({reason}). Review the change." in before.stdout
+    assert "request count is assumed" not in before.stdout
+
+
+def test_header_counts_every_finding_it_lists(tmp_path):
+    root = tmp_path / "plugin"
+    root.mkdir()
+    per_token = "        self.cache_config.num_gpu_blocks_override = self.compilation_config.max_cudagraph_capture_size\n"
+    with_max = (
+        "        self.cache_config.num_gpu_blocks_override = "
+        "max(self.compilation_config.max_cudagraph_capture_size or 1, self.max_num_reqs)\n"
+    )
+    head = "class R:\n    max_num_reqs = 4\n    def _init_minimal_kv_cache_for_profiling(self):\n"
+    (root / "a.py").write_text(head + per_token)
+    (root / "b.py").write_text(head + with_max)
+    out = cgguard("doctor", "--path", str(root)).stdout
+    listed = [line for line in out.splitlines() if re.match(r"  \S+:\d+:\d+: CGG00\d ", line)]
+    assert len(listed) == 2
+    assert "AFFECTED: 1 per-token profiling block count and 1 review note (CGG002) in 2 files checked:" in out
+    (root / "a.py").unlink()
+    out = cgguard("doctor", "--path", str(root)).stdout
+    assert "Not affected: no per-token profiling block count in 1 file checked.\n1 review note (CGG002):\n" in out
