@@ -137,9 +137,9 @@ def test_buggy_vllm_runner_same_finding_and_fix(buggy_runner: Path, tmp_path: Pa
 
 @pytest.mark.parametrize("snippet", ["fixit", "codemod"])
 def test_readme_commands_as_users_type_them(snippet: str, cases: Path, fixed_by_cgguard, tmp_path: Path) -> None:
-    """The README's commands, run as written (``src/`` is the folder they name)."""
+    """docs/integrations.md's commands, run as written (``src/`` is the folder they name)."""
     shutil.copytree(cases, tmp_path / "src")
-    for line in readme_snippet(snippet).splitlines():
+    for line in readme_snippet(snippet, "docs/integrations.md").splitlines():
         argv = shlex.split(line)
         program = {"fixit": [sys.executable, "-m", "fixit"], "python": [sys.executable]}[argv[0]]
         result = subprocess.run([*program, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=600)
@@ -148,8 +148,8 @@ def test_readme_commands_as_users_type_them(snippet: str, cases: Path, fixed_by_
 
 
 def test_fixit_config_enables_the_rules(tmp_path: Path) -> None:
-    """`[tool.fixit] enable = [...]` in a project's pyproject.toml, as the README shows."""
-    (tmp_path / "pyproject.toml").write_text(readme_snippet("fixit-config").replace("[tool.fixit]\n", "[tool.fixit]\nroot = true\n"))
+    """`[tool.fixit] enable = [...]` in a project's pyproject.toml, as docs/integrations.md shows."""
+    (tmp_path / "pyproject.toml").write_text(readme_snippet("fixit-config", "docs/integrations.md").replace("[tool.fixit]\n", "[tool.fixit]\nroot = true\n"))
     case = next(c for r in all_rules() for c in r.cases("flagged") if r.code == "CGG001" and c.fixed_path)
     (tmp_path / "runner.py").write_text(case.source(), encoding="utf-8")
     result = _run("-m", "fixit", "lint", "runner.py", cwd=tmp_path)

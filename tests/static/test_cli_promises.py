@@ -4,7 +4,8 @@
   that applies them, and the same counts from `check` and `fix --diff`;
 - `--output-file` never replaces an input, and a bad one fails before anything
   is read or written;
-- a reader that goes away (`| head -1`) ends the run silently (exit 141);
+- a reader that goes away (`| head -1`) ends the run silently, with the run's own
+  exit code; a standard output that cannot be written is one error line;
 - `--config` with `--isolated` is a usage error; `--select`/`--extend-select`/
   `--ignore` on the command line combine with the settings as in ruff;
 - no `--help` refers to the project's internal issues.
@@ -90,7 +91,7 @@ def test_summary_counts_the_fixes_that_need_the_flag_and_names_it(tmp_path):
     assert check.stdout.splitlines()[-1] == (
         "Found 4 findings (1 fixable with `cgguard fix`, 3 more with `cgguard fix --unsafe-fixes`) "
         f"in 3 files checked. {hint}"
-    ) == readme_snippet("unsafe-summary").strip()
+    ) == readme_snippet("unsafe-summary", "docs/linter.md").strip()
     diff = run_cgguard("fix", "--isolated", "--diff", "src", cwd=tmp_path)
     assert diff.stdout.splitlines()[-1] == (
         "Would fix 1 finding. 3 findings would remain (3 fixable with `cgguard fix --unsafe-fixes`) "
@@ -110,8 +111,8 @@ def test_summary_counts_the_fixes_that_need_the_flag_and_names_it(tmp_path):
     unsafe = run_cgguard("fix", "--isolated", "--unsafe-fixes", "src", cwd=tmp_path)
     assert unsafe.returncode == 0
     assert unsafe.stdout == "Fixed 3 findings. No findings remain in 3 files checked.\n"
-    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
-    assert f"After `cgguard fix` it says ``{fixed.stdout.splitlines()[-1].replace(' ' + hint, '')}``" in readme
+    linter = " ".join((REPO / "docs" / "linter.md").read_text(encoding="utf-8").split())
+    assert f"After `cgguard fix` it says ``{fixed.stdout.splitlines()[-1].replace(' ' + hint, '')}``" in linter
 
 
 def test_with_unsafe_fixes_on_in_the_settings_check_and_fix_diff_give_the_same_counts(tmp_path):
@@ -199,13 +200,45 @@ def _closed_reader(args, cwd) -> subprocess.CompletedProcess:
         os.close(write)
 
 
-def test_a_closed_standard_output_ends_every_command_silently(tmp_path):
+def test_a_closed_standard_output_leaves_each_commands_own_exit_code(tmp_path):
     _unsafe_tree(tmp_path)
-    for args in (["rule", "CGG001"], ["rule"], ["--help"], ["check", "--help"],
-                 ["check", "--isolated", "src"], ["check", "--isolated", "--format", "json", "src"],
-                 ["fix", "--isolated", "--diff", "src"], ["config"], ["doctor", "--path", "src"]):
+    for args, code in (
+        (["rule", "CGG001"], 0), (["rule"], 0), (["--help"], 0), (["check", "--help"], 0),
+        (["check", "--isolated", "src"], 1), (["check", "--isolated", "--format", "full", "src"], 1),
+        (["check", "--isolated", "--format", "json", "src"], 1),
+        (["fix", "--isolated", "--diff", "src"], 1), (["config"], 0),
+        (["doctor", "--path", "src"], 1),
+    ):
         result = _closed_reader(args, tmp_path)
-        assert (result.returncode, result.stderr) == (141, ""), args
+        read = subprocess.run([sys.executable, "-m", "cgguard", *args], cwd=tmp_path,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              timeout=600)
+        # Nothing said about the reader: standard error is what it is when all is read.
+        assert (result.returncode, result.stderr) == (code, read.stderr), args
+        assert read.returncode == code
+
+
+def _head_one_line(args, cwd) -> tuple[int, bytes, bytes]:
+    """`cgguard ARGS | head -1` through a real shell pipe: cgguard's exit code, the line, stderr."""
+    script = f"{sys.executable} -m cgguard {' '.join(args)} 2>stderr.txt | head -1; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(["bash", "-c", script], cwd=cwd, capture_output=True, timeout=600)
+    return proc.returncode, proc.stdout, (cwd / "stderr.txt").read_bytes()
+
+
+def test_head_one_line_gives_the_same_exit_code_for_short_and_long_output(tmp_path):
+    # The README's `cgguard rule CGG001 | head -1`, a short report and a long diff: the
+    # exit code is what the run found, whenever the reader left.
+    src = _unsafe_tree(tmp_path)
+    text = (CASES / f"{SAFE_CASE}.pycase").read_text()
+    for i in range(300):  # about 200 KB of diff, more than a pipe holds
+        (src / f"runner_{i}.py").write_text(text)
+    code, line, stderr = _head_one_line(["rule", "CGG001"], tmp_path)
+    assert (code, line, stderr) == (0, b"# CGG001 (per-token-profiling-blocks)\n", b"")
+    code, line, stderr = _head_one_line(["check", "--isolated", "--format", "full", "src"], tmp_path)
+    assert (code, stderr) == (1, b"") and line.startswith(b"src/")
+    code, line, stderr = _head_one_line(["fix", "--isolated", "--diff", "src"], tmp_path)
+    assert (code, stderr) == (1, b"") and line.startswith(b"--- a/src/")
+    assert all(p.read_text() == text for p in src.glob("runner_*.py"))  # --diff wrote nothing
 
 
 def test_head_reading_one_line_of_a_long_diff(tmp_path):
@@ -220,7 +253,7 @@ def test_head_reading_one_line_of_a_long_diff(tmp_path):
     first = proc.stdout.readline()
     proc.stdout.close()
     stderr = proc.stderr.read()
-    assert proc.wait(timeout=600) == 141
+    assert proc.wait(timeout=600) == 1  # it would fix something, as without the pipe
     assert first.startswith(b"--- a/src/runner_") and stderr == b""
     assert all(p.read_text() == text for p in src.iterdir())  # --diff wrote nothing
 
@@ -232,9 +265,19 @@ def test_fix_with_a_closed_standard_output_writes_whole_files(tmp_path):
     for name in names:
         _case(src, name)
     result = _closed_reader(["fix", "--isolated", "src"], tmp_path)
-    assert (result.returncode, result.stderr) == (141, "")
+    assert (result.returncode, result.stderr) == (0, "")  # nothing remains
     for name in names:
         assert (src / f"{name}.py").read_text() == (CASES / f"{name}.fixed.pycase").read_text()
+
+
+def test_a_standard_output_that_cannot_be_written_is_one_error_line(tmp_path):
+    _unsafe_tree(tmp_path)
+    for args in (["check", "--isolated", "src"], ["rule", "CGG001"], ["fix", "--isolated", "--diff", "src"]):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run([sys.executable, "-m", "cgguard", *args], cwd=tmp_path,
+                                    stdout=full, stderr=subprocess.PIPE, text=True, timeout=600)
+        assert result.returncode == 2, args
+        assert result.stderr == "cgguard: error: cannot write to standard output: No space left on device\n", args
 
 
 # ---- usage: --config with --isolated, selection on the command line ---------------

@@ -183,10 +183,10 @@ def test_5_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_readme_
     # A file that never mentions a capture size is not parsed: nothing in it can be a finding.
     unparsed = run_cgguard("check", "plain.py", cwd=tmp_path)
     assert (unparsed.returncode, unparsed.stderr) == (0, "")
-    # The README's exit-code paragraph says exactly that, instead of promising 2 for any
+    # The linter page's exit-code section says exactly that, instead of promising 2 for any
     # unparsable file.
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    exit_codes = readme[readme.index("Exit codes, as in ruff"):readme.index("Nothing to check (an empty folder")]
+    linter = (REPO / "docs" / "linter.md").read_text(encoding="utf-8")
+    exit_codes = linter[linter.index("## Exit codes"):linter.index("## Which files are checked")]
     assert "unparsable file" not in exit_codes
     assert "never mentions a capture size is not parsed" in " ".join(exit_codes.split())
 
@@ -294,12 +294,12 @@ def test_9_findings_are_short_lines_and_the_summary_points_to_cgguard_rule(tmp_p
     assert "  = why: `max_cudagraph_capture_size` counts tokens." in full
     assert "  = help: `cgguard rule CGG001`" in full
     assert "counts **tokens**" in run_cgguard("rule", "CGG001").stdout
-    # The README shows exactly this output.
+    # The linter page shows exactly this output.
     from tests.workflow.conftest import readme_snippet
 
     (tmp_path / "only").mkdir()
     (tmp_path / "only" / "runner.py").write_text(BUGGY)
-    assert run_cgguard("check", "runner.py", cwd=tmp_path / "only").stdout == readme_snippet("check-output")
+    assert run_cgguard("check", "runner.py", cwd=tmp_path / "only").stdout == readme_snippet("check-output", "docs/linter.md")
     # No finding, no hint.
     _write(tmp_path, {"runner.py": CLEAN, "suggest.py": CLEAN})
     assert "cgguard rule" not in run_cgguard("check", "runner.py", "suggest.py", cwd=tmp_path).stdout

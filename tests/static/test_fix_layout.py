@@ -180,7 +180,7 @@ def test_generated_fixes_parse_and_settle(generated):
 # Statements the layout does not rebuild keep their layout; only the new code splits,
 # at its own brackets (lines still fit in 88 columns, but ruff would lay them out
 # otherwise): a comment inside the statement (ruff would move it), and a dict display
-# (README: dicts, comprehensions... fall back). Each is listed with the 1-based line,
+# (docs/architecture.md: dicts, comprehensions... fall back). Each is listed with the 1-based line,
 # in the fixed file, where the statement starts.
 KEPT_LAYOUT = {
     ("CGG001/flagged/prerelease_byte_budget", 6),  # `# expect:` after an operand of `*`

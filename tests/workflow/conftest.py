@@ -68,9 +68,10 @@ def finding_paths(stdout: str) -> list[str]:
     return [line.split(":", 1)[0] for line in stdout.splitlines() if re.match(r"^.+:\d+:\d+: CGG\d{3} ", line)]
 
 
-def readme_snippet(name: str) -> str:
-    """The fenced block after ``<!-- snippet: NAME -->`` in the README (what users copy)."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def readme_snippet(name: str, page: str = "README.md") -> str:
+    """The fenced block after ``<!-- snippet: NAME -->`` in the README, or in another page of
+    the docs (``page``, relative to the repository: what users copy)."""
+    text = (REPO / page).read_text(encoding="utf-8")
     m = re.search(rf"<!-- snippet: {re.escape(name)} -->\n```[a-z]*\n(.*?)\n```", text, re.S)
-    assert m, f"README has no snippet {name!r}"
+    assert m, f"{page} has no snippet {name!r}"
     return m.group(1) + "\n"

@@ -145,10 +145,10 @@ def test_cgguard_config_prints_values_and_origins(tmp_path):
 
 
 def test_readme_settings_snippet(tmp_path):
-    """The README's [tool.cgguard] example, as written, does what its comments say."""
+    """docs/configuration.md's [tool.cgguard] example, as written, does what its comments say."""
     root = tmp_path / "proj"
     write(root, {
-        "pyproject.toml": readme_snippet("pyproject"),
+        "pyproject.toml": readme_snippet("pyproject", "docs/configuration.md"),
         "src/runner.py": CGG001_SOURCE,
         "src/mamba.py": CGG002_SOURCE,          # ignore = ["CGG002"]
         "third_party/vendored.py": CGG001_SOURCE,  # extend-exclude: a folder name

@@ -85,7 +85,7 @@ def test_suppressed_findings_are_not_fixed(tmp_path):
 
 
 def test_readme_suppression_snippet(tmp_path):
-    snippet = readme_snippet("suppressions")
+    snippet = readme_snippet("suppressions", "docs/linter.md")
     bare = re.sub(r"  # (noqa|cgguard).*", "", snippet)
     assert _check(tmp_path, bare).returncode == 1
     assert len([l for l in _check(tmp_path, bare).stdout.splitlines() if ": CGG001 " in l]) == 2
