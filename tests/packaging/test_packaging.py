@@ -112,9 +112,11 @@ def test_snippets_pin_no_tag_that_does_not_exist():
 
 
 def test_readme_never_tells_to_install_from_an_index():
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    # `pip install cgguard` (bare name) would look the package up on an index, where it is not.
-    assert not re.search(r"pip install (?:-\S+ )*cgguard(?![\w.@ ]*@)(?:\s|`|$)", text)
+    pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        # `pip install cgguard` (bare name) would look the package up on an index, where it is not.
+        assert not re.search(r"pip install (?:-\S+ )*cgguard(?![\w.@ ]*@)(?:\s|`|$)", text), page.name
 
 
 def test_install_from_git_url_as_the_readme_writes_it(tmp_path):
