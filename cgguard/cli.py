@@ -8,6 +8,11 @@ import click
 
 from cgguard import __version__
 from cgguard.static.workflow.formats import FORMATS
+from cgguard.static.workflow.names import one_line, printable
+from cgguard.streams import OutputError
+
+# click 8.2+ raises this for `cgguard` without a command (8.1 prints the help and exits 0).
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 # Commands that live in other modules, imported only when used (start-up time
 # matters: `cgguard check` runs on every commit). name -> "module:attribute".
@@ -51,41 +56,30 @@ verbose_option = click.option(
 )
 
 
-# The exit status when standard output's reader goes away (`cgguard ... | head -1`):
-# what the shell reports for `cat` or `grep` stopped the same way (128 + SIGPIPE).
-READER_GONE_EXIT = 141
-
-
-def _reader_gone() -> bool:
-    """Has standard output's reader gone? (A broken pipe elsewhere is a real error.)"""
-    try:
-        import select
-
-        poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
-    except (AttributeError, OSError, ValueError):  # no poll() (Windows), or no real stdout
-        return True
-
-
-def _quiet_exit() -> None:
-    """End the run without a word: nobody reads standard output any more.
-
-    What remains buffered goes to os.devnull, so the flush at interpreter exit
-    prints nothing either. Files are never half-written: `cgguard fix` writes each
-    one atomically before it reports.
-    """
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-    sys.exit(READER_GONE_EXIT)
-
-
 class LazyGroup(click.Group):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's own run, with every usage error one line: ``cgguard: error: REASON``."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as exc:  # `cgguard` alone: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            message = exc.format_message().rstrip(".")
+            if exc.ctx is not None:
+                message += f" (see `{exc.ctx.command_path} --help`)"
+            click.echo(f"cgguard: error: {message}", err=True)
+            sys.exit(2)
+        except click.ClickException as exc:
+            click.echo(f"cgguard: error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:  # Ctrl-C or end of input at a prompt
+            click.echo("cgguard: interrupted", err=True)
+            sys.exit(2)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx):
         _VERBOSE["on"] = False  # set again by the subcommand's own --verbose
         try:
@@ -95,16 +89,15 @@ class LazyGroup(click.Group):
                 # Output still buffered fails here, where it can be handled, not at
                 # interpreter exit (where Python prints "Exception ignored ...").
                 sys.stdout.flush()
-        except BrokenPipeError:
-            if not _reader_gone():
-                raise
-            _quiet_exit()
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except KeyboardInterrupt:
             # Ctrl-C: writes are atomic, so each file is either fixed or untouched.
             # Exit 2 (an error), not click's 1, which would read as "findings remain".
             click.echo("cgguard: interrupted", err=True)
+            ctx.exit(2)
+        except OutputError as exc:
+            _say_output_error(exc)
             ctx.exit(2)
         except Exception as exc:  # noqa: BLE001 - a bug outside any one file
             if _VERBOSE["on"]:
@@ -115,15 +108,6 @@ class LazyGroup(click.Group):
                 err=True,
             )
             ctx.exit(2)
-
-    def make_context(self, *args, **kwargs):
-        # `cgguard --help` and `--version` print while the arguments are parsed.
-        try:
-            return super().make_context(*args, **kwargs)
-        except BrokenPipeError:
-            if not _reader_gone():
-                raise
-            _quiet_exit()
 
     def format_commands(self, ctx, formatter):
         rows = []
@@ -161,20 +145,25 @@ def run() -> None:
     """The ``cgguard`` command (console script and ``python -m cgguard``): the CLI, then
     an immediate exit once its output is flushed.
 
+    Standard output and error go through :mod:`cgguard.streams`: a reader that goes
+    away (``| head -1``) leaves the exit code the run's own, and a stream that cannot
+    be written (a full disk) is one error line.
+
     Python's cyclic garbage collector is off for the run: libcst's trees are many small
     objects without cycles, freed by reference counting, and the collector's passes
-    over them cost about a tenth of a check that parses (peak memory over a whole
-    vLLM tree is measured by ``benchmarks/run.py``). Tearing the interpreter down
-    frees those trees one by one for nothing: ``os._exit`` skips it. Nothing waits
-    for the exit (no ``atexit`` hook, no thread, no child left: each file is written
-    atomically before it is reported).
+    over them are pure cost. Tearing the interpreter down frees those trees one by one
+    for nothing: ``os._exit`` skips it. Nothing waits for the exit (no ``atexit`` hook,
+    no thread, no child left: each file is written atomically before it is reported).
     """
     import gc
     import os
 
+    from cgguard import streams
+
     gc.disable()
+    streams.install()
     try:
-        main()  # click's standalone mode ends in SystemExit
+        main(prog_name="cgguard")  # click's standalone mode ends in SystemExit
         code = 0
     except SystemExit as exc:
         code = exc.code
@@ -185,21 +174,21 @@ def run() -> None:
         code = 1
     try:
         sys.stdout.flush()
-    except BrokenPipeError:
-        code = READER_GONE_EXIT if _reader_gone() else code  # nobody reads: end quietly
-    except OSError:
-        pass
+    except OutputError as exc:
+        _say_output_error(exc)
+        code = 2
     try:
         sys.stderr.flush()
-    except OSError:
-        pass
+    except OutputError:
+        code = 2  # nowhere left to say so
     os._exit(code)
 
 
-def _printable(line: str) -> str:
-    """A file name that is not valid UTF-8 (kept by the OS as surrogate escapes) is
-    shown as ``\\xff`` escapes: printing it raw would fail on a strict stream."""
-    return line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+def _say_output_error(exc: OutputError) -> None:
+    try:
+        click.echo(f"cgguard: error: {exc}", err=True)
+    except OutputError:
+        pass  # standard error cannot be written either
 
 
 def _report(
@@ -208,31 +197,39 @@ def _report(
     out = out or sys.stdout
     for r in run.files:
         if r.error is not None:
-            click.echo(_printable(f"{r.error.path}: error: {r.error.reason}"), err=True)
+            click.echo(one_line(f"{r.error.path}: error: {r.error.reason}"), err=True)
             if _VERBOSE["on"] and getattr(r, "traceback", None):
                 click.echo(r.traceback.rstrip("\n"), err=True)
         elif r.skipped is not None:
-            click.echo(_printable(f"{r.path}: warning: {r.skipped}"), err=True)
+            click.echo(one_line(f"{r.path}: warning: {r.skipped}"), err=True)
     if not run.checked and not run.errors and not run.skipped:
         # Every path named was excluded (--force-exclude): nothing to do, not an error.
         click.echo("cgguard: warning: no Python files to check", err=True)
     from cgguard.static.workflow.formats import MACHINE_FORMATS, Sources, render, summary
 
-    document = _printable(render(run, fmt, fixing=fixing, sources=sources or Sources()))
+    document = printable(render(run, fmt, fixing=fixing, sources=sources or Sources()))
     if output_file is not None:
-        try:
-            with open(output_file, "w", encoding="utf-8") as fh:
-                fh.write(document)
-        except OSError as exc:
-            click.echo(
-                f"cgguard: error: cannot write {output_file}: {exc.strerror or exc}", err=True
-            )
+        if not _write_document(output_file, document):
             return 2
     else:
         out.write(document)
     if fmt in MACHINE_FORMATS:  # keep the document alone on its stream
         click.echo(summary(run, fixing=fixing), err=True)
     return run.exit_code()
+
+
+def _write_document(output_file: str, document: str) -> bool:
+    """Write ``--output-file``; False (the reason said in one line) when it cannot be written."""
+    try:
+        with open(output_file, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(document)
+    except OSError as exc:
+        click.echo(
+            one_line(f"cgguard: error: cannot write {output_file}: {exc.strerror or exc}"),
+            err=True,
+        )
+        return False
+    return True
 
 
 def _run_options(command):
@@ -261,7 +258,8 @@ def _run_options(command):
                 "--output-file",
                 "-o",
                 metavar="PATH",
-                help="Write the report to PATH instead of standard output.",
+                help="Write the report to PATH instead of standard output "
+                "(with `fix --diff` in the text formats: the diff, the report going to standard error).",
             ),
             click.option(
                 "--force-exclude/--no-force-exclude",
@@ -317,6 +315,10 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
 
     if "-" in paths and len(paths) > 1:
         _usage_error("`-` (standard input) cannot be combined with other paths")
+    if stdin_filename is not None and paths != ("-",):
+        _usage_error(
+            "--stdin-filename names the file piped in as `-`; it cannot be used with other paths"
+        )
     if config_file is not None and isolated:
         _usage_error(
             "--config cannot be used with --isolated (which ignores every configuration file)"
@@ -341,7 +343,7 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
 
         reason = problem(output_file, paths, settings)
         if reason is not None:
-            _usage_error(_printable(reason))
+            _usage_error(one_line(reason))
     return settings
 
 
@@ -481,16 +483,31 @@ def fix(
     run = fix_paths(
         paths, finding_filter, write=not diff, unsafe=settings.unsafe_fixes, settings=settings
     )
+    report_out = None
     if diff:
-        for r in run.files:
-            if r.diff:
-                sys.stdout.write(r.diff)
+        patch = "".join(r.diff for r in run.files if r.diff)
+        if output_file is not None and fmt not in MACHINE_FORMATS:
+            # The file takes the diff, a patch to apply; the report goes to standard error.
+            if not _write_document(output_file, patch):
+                sys.exit(2)
+            output_file, report_out = None, sys.stderr
+        else:
+            sys.stdout.write(patch)
         _diff_base_note(run)
     # Remaining findings point into the fixed text, which is not on disk with --diff.
     sources = Sources(
         {r.path: r.new_text for r in run.files if r.changed and r.new_text is not None}
     )
-    sys.exit(_report(run, fixing=True, fmt=fmt, output_file=output_file, sources=sources))
+    sys.exit(
+        _report(
+            run,
+            fixing=True,
+            fmt=fmt,
+            output_file=output_file,
+            sources=sources,
+            out=report_out,
+        )
+    )
 
 
 def _diff_base_note(run) -> None:
@@ -499,7 +516,7 @@ def _diff_base_note(run) -> None:
 
     if run.diff_base and run.diff_base != os.getcwd() and any(r.diff for r in run.files):
         click.echo(
-            _printable(
+            one_line(
                 f"cgguard: the diff names its files from {run.diff_base} "
                 "(apply it there: `git apply`, `patch -p1`)"
             ),

@@ -9,6 +9,7 @@ real CLI in a fresh interpreter.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -288,6 +289,57 @@ def test_file_names_that_are_not_utf8_are_reported_and_fixed(tmp_path):
     assert fixed.returncode == 2 and "Fixed 1 finding." in fixed.stdout
     with open(os.path.join(root, b"runner_\xff.py"), "rb") as fh:
         assert fh.read() == FIXED.encode()
+
+
+def test_json_and_sarif_show_names_that_are_not_utf8_with_escapes(tmp_path):
+    import json
+
+    root = os.fsencode(tmp_path)
+    with open(os.path.join(root, b"runner_\xff.py"), "wb") as fh:
+        fh.write(BUGGY.encode())
+    (tmp_path / "plain.py").write_text(BUGGY)
+    env = {"PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
+    as_json = cgguard("check", "--format", "json", ".", cwd=tmp_path, env=env)
+    assert_no_traceback(as_json)
+    assert as_json.returncode == 1, as_json.stderr
+    assert "\\ud" not in as_json.stdout  # no lone surrogate, escaped or not
+    assert sorted(f["path"] for f in json.loads(as_json.stdout)) == ["plain.py", "runner_\\xff.py"]
+    sarif = cgguard("check", "--format", "sarif", ".", cwd=tmp_path, env=env)
+    assert_no_traceback(sarif)
+    assert sarif.returncode == 1, sarif.stderr
+    results = json.loads(sarif.stdout)["runs"][0]["results"]
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
+    assert uris == {"plain.py", "runner_%FF.py"}  # the name's own bytes, percent-encoded
+
+
+def test_a_newline_in_a_file_name_keeps_one_line_per_finding_and_a_diff_git_applies(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "two\nlines.py").write_text(BUGGY)
+    (repo / "tab\there.py").write_text(BUGGY)
+    check = cgguard("check", ".", cwd=repo)
+    assert check.returncode == 1, check.stderr
+    lines = check.stdout.splitlines()
+    assert len(lines) == 3 and lines[2].startswith("Found 2 findings")
+    assert [line.split(": CGG001 ")[0] for line in lines[:2]] == [
+        "tab\\there.py:4:22", "two\\nlines.py:4:22",
+    ]
+    (repo / "broken.py").write_bytes(b"\x00")
+    (repo / "bin\nary.py").write_bytes(b"\x00")
+    errors = cgguard("check", ".", cwd=repo).stderr.splitlines()
+    assert errors == ["bin\\nary.py: error: binary file (contains NUL bytes)",
+                      "broken.py: error: binary file (contains NUL bytes)"]
+    os.remove(repo / "broken.py")
+    os.remove(repo / "bin\nary.py")
+    diff = cgguard("fix", "--diff", ".", cwd=repo)
+    assert diff.returncode == 1, diff.stderr
+    assert '--- "a/two\\nlines.py"\n+++ "b/two\\nlines.py"\n' in diff.stdout
+    assert '--- "a/tab\\there.py"\n' in diff.stdout
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (tmp_path / "fix.patch").write_text(diff.stdout.rsplit("Would fix", 1)[0])
+    subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=repo, check=True)
+    assert (repo / "two\nlines.py").read_text() == FIXED
+    assert (repo / "tab\there.py").read_text() == FIXED
 
 
 def test_read_only_file_is_reported_not_rewritten(tmp_path):

@@ -374,3 +374,80 @@ def test_no_help_or_rule_page_mentions_an_issue():
     for where, text in texts.items():
         assert text.strip(), where
         assert not re.search(r"\bissues?\b", text, re.I), where
+
+
+# ---- usage errors are one line; options that would do nothing are refused ----------
+
+
+@pytest.mark.parametrize("args, line", [
+    (["check", "--frmat", "json"],
+     "cgguard: error: No such option '--frmat'. Did you mean '--format'? (see `cgguard check --help`)"),
+    (["check", "--format", "xml"],
+     "cgguard: error: Invalid value for '--format': 'xml' is not one of 'text', 'full', 'json', "
+     "'sarif', 'github' (see `cgguard check --help`)"),
+    (["estimate", "--max-num-seqs", "0", "."],
+     "cgguard: error: Invalid value for '--max-num-seqs': 0 is not in the range x>=1 "
+     "(see `cgguard estimate --help`)"),
+    (["no-such-command"], "cgguard: error: No such command 'no-such-command' (see `cgguard --help`)"),
+    (["fix", "--diff", "--unsafe-fixes=maybe"],
+     "cgguard: error: Option '--unsafe-fixes' does not take a value"),
+])
+def test_a_usage_error_is_one_line_and_exit_2(tmp_path, args, line):
+    result = run_cgguard(*args, cwd=tmp_path)
+    assert (result.returncode, result.stderr, result.stdout) == (2, line + "\n", "")
+
+
+@pytest.mark.parametrize("settings, args, line", [
+    ("", ["--select", ""], "cgguard: error: --select: an empty value names no rule code"),
+    ("", ["--select", ","], "cgguard: error: --select: an empty value names no rule code"),
+    ("", ["--ignore", ""], "cgguard: error: --ignore: an empty value names no rule code"),
+    ("select = []", [], "cgguard: error: {toml}: select: an empty list selects no rule "
+                        "(leave `select` out to select every rule)"),
+])
+def test_a_selection_of_no_rule_is_refused(tmp_path, settings, args, line):
+    (tmp_path / "cgguard.toml").write_text(settings + "\n")
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    for command in (["check"], ["fix"], ["fix", "--diff"]):
+        result = run_cgguard(*command, *args, ".", cwd=tmp_path)
+        assert _one_error_line(result) == line.format(toml=tmp_path / "cgguard.toml"), command
+    assert (tmp_path / "both.py").read_text() == BOTH_RULES
+
+
+def test_stdin_filename_without_standard_input_is_refused(tmp_path):
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    for command in ("check", "fix"):
+        result = run_cgguard(command, "--stdin-filename", "x.py", "both.py", cwd=tmp_path)
+        assert _one_error_line(result) == (
+            "cgguard: error: --stdin-filename names the file piped in as `-`; "
+            "it cannot be used with other paths"
+        )
+    assert (tmp_path / "both.py").read_text() == BOTH_RULES
+    # With no path it reads standard input, as with `-`.
+    piped = run_cgguard("check", "--stdin-filename", "x.py", cwd=tmp_path, input=BOTH_RULES)
+    assert piped.returncode == 1 and piped.stdout.startswith("x.py:3:")
+
+
+def test_config_of_a_path_that_does_not_exist_is_an_error(tmp_path):
+    result = run_cgguard("config", "no/such/path", cwd=tmp_path)
+    assert _one_error_line(result) == "cgguard: error: no/such/path: no such file or directory"
+    assert result.stdout == ""
+
+
+def test_fix_diff_with_an_output_file_writes_the_diff_there(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _case(repo, SAFE_CASE)
+    result = run_cgguard("fix", "--isolated", "--diff", "-o", "../fix.patch", ".", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""  # the diff is in the file, the report on standard error
+    assert result.stderr.startswith("Would fix 1 finding.")
+    patch = (tmp_path / "fix.patch").read_text()
+    assert patch.startswith(f"--- a/{SAFE_CASE}.py\n+++ b/{SAFE_CASE}.py\n@@ ")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "apply", "../fix.patch"], cwd=repo, check=True)
+    assert (repo / f"{SAFE_CASE}.py").read_text() == (CASES / f"{SAFE_CASE}.fixed.pycase").read_text()
+    # A machine report keeps the file, and the diff keeps standard output.
+    result = run_cgguard("fix", "--isolated", "--diff", "--format", "json", "-o", "../r.json", ".",
+                         cwd=repo)
+    assert result.returncode == 0 and result.stdout == ""  # nothing left to fix
+    assert (tmp_path / "r.json").read_text() == "[]\n"

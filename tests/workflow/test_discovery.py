@@ -124,6 +124,50 @@ def test_folder_git_ignores_is_searched_when_named(tmp_path):
     assert finding_paths(_check(repo, ".env/lib/pkg").stdout) == [".env/lib/pkg/runner.py"]
 
 
+def test_a_folder_git_lists_nothing_in_is_walked_with_every_ignore_file_git_reads(tmp_path):
+    # git lists no Python file in `.env/` (a .gitignore'd folder) nor in `sub/` (its files
+    # all excluded): a folder named is walked then, by git's rules from all three sources.
+    repo = git_init(tmp_path / "repo")
+    config_home = tmp_path / "config"
+    write(config_home, {"git/ignore": "default_global.py\n"})
+    configured = tmp_path / "configured-ignore"
+    configured.write_text("configured_global.py\n")
+    write(repo, {
+        ".gitignore": ".env/\n",
+        ".git/info/exclude": "local_only.py\n/sub/anchored.py\n",
+        ".env/lib/pkg/runner.py": CGG001_SOURCE,
+        ".env/lib/pkg/local_only.py": CGG001_SOURCE,
+        ".env/lib/pkg/default_global.py": CGG001_SOURCE,
+        "sub/local_only.py": CGG001_SOURCE,
+        "sub/anchored.py": CGG001_SOURCE,
+        "sub/default_global.py": CGG001_SOURCE,
+        "a.py": "x = 1\n",
+    })
+    env = dict(GIT_ENV, XDG_CONFIG_HOME=str(config_home))
+    walked = run_cgguard("check", ".env/lib/pkg", cwd=repo, env=env)
+    assert finding_paths(walked.stdout) == [".env/lib/pkg/runner.py"], walked.stderr
+    result = run_cgguard("check", "sub", cwd=repo, env=env)
+    assert result.returncode == 2 and finding_paths(result.stdout) == []
+    assert result.stderr == (
+        "sub: error: nothing checked: all 3 of its Python files are excluded by "
+        "`/sub/anchored.py` (.git/info/exclude: 1 file), "
+        f"`default_global.py` (core.excludesFile {config_home}/git/ignore: 1 file), "
+        "`local_only.py` (.git/info/exclude: 1 file); "
+        "--no-respect-gitignore checks them\n"
+    )
+    # core.excludesFile set in the repository's config replaces the default file.
+    git(repo, "config", "core.excludesFile", str(configured))
+    write(repo, {".env/lib/pkg/configured_global.py": CGG001_SOURCE})
+    walked = run_cgguard("check", ".env/lib/pkg", cwd=repo, env=env)
+    assert finding_paths(walked.stdout) == [
+        ".env/lib/pkg/default_global.py", ".env/lib/pkg/runner.py"], walked.stderr
+    # `cgguard fix` walks the same way: what git ignores is never rewritten.
+    run_cgguard("fix", ".env/lib/pkg", cwd=repo, env=env)
+    assert (repo / ".env/lib/pkg/local_only.py").read_text() == CGG001_SOURCE
+    assert (repo / ".env/lib/pkg/configured_global.py").read_text() == CGG001_SOURCE
+    assert (repo / ".env/lib/pkg/runner.py").read_text() != CGG001_SOURCE
+
+
 def test_default_excludes_and_symlink_loops(tmp_path):
     root = tmp_path / "plain"
     write(root, {"venv/lib/x.py": CGG001_SOURCE, "node_modules/y.py": CGG001_SOURCE,

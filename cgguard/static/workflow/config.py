@@ -206,6 +206,16 @@ def _codes(value: object, where: str) -> tuple[str, ...]:
     return items
 
 
+def _selection(value: object, where: str) -> tuple[str, ...]:
+    """``select``: the codes or prefixes to report; an empty list would report nothing."""
+    codes = _codes(value, where)
+    if not codes:
+        raise ConfigError(
+            f"{where}: an empty list selects no rule (leave `select` out to select every rule)"
+        )
+    return codes
+
+
 def _strings(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: expected a list of strings, got {_show(value)}")
@@ -231,7 +241,7 @@ def _show(value: object) -> str:
 
 # TOML key -> (Settings attribute, validator). Kebab-case, like ruff.
 _KEYS = {
-    "select": ("select", _codes),
+    "select": ("select", _selection),
     "ignore": ("ignore", _codes),
     "exclude": ("exclude", _strings),
     "extend-exclude": ("extend_exclude", _strings),

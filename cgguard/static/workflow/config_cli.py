@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -44,6 +45,10 @@ def config(path: str | None, config_file: str | None, isolated: bool) -> None:
             "(which ignores every configuration file)",
             err=True,
         )
+        sys.exit(2)
+    if path is not None and not os.path.exists(path):
+        # The settings of a path that is not there would be a guess: say so instead.
+        click.echo(f"cgguard: error: {path}: no such file or directory", err=True)
         sys.exit(2)
     try:
         settings = resolve(config=config_file, isolated=isolated, start=path or ".")

@@ -255,11 +255,20 @@ def walk(root: str, settings: Settings, excluded, on_skip=None) -> Iterator[str 
     rule), or None for an exclude glob); folders skipped are not entered."""
     root_abs = os.path.abspath(root)
     use_gitignore = settings.respect_gitignore
-    # .gitignore rules as (folder relative to `top`, rule); `top` is the project
-    # root found from the walked folder, so the files between count too.
-    top = project_root(root_abs) if use_gitignore else root_abs
-    prefix = "" if top == root_abs else os.path.relpath(root_abs, top).replace(os.sep, "/")
+    # .gitignore rules as (folder relative to `top`, rule); `top` is the work tree's
+    # top inside git, else the project root found from the walked folder, so the
+    # files between count too. Inside git, the rules of `core.excludesFile` and then
+    # `.git/info/exclude` come first: any .gitignore rule matching later wins, as in git.
+    git = _git_tree(root_abs) if use_gitignore else None
     rules: list[tuple[str, IgnoreRule]] = []
+    if git is not None:
+        top, rules = git[0], list(git[1])
+        # git names its top by the real path: the walked folder's place is found the same way.
+        prefix = os.path.relpath(os.path.realpath(root_abs), top).replace(os.sep, "/")
+        prefix = "" if prefix == "." else prefix
+    else:
+        top = project_root(root_abs) if use_gitignore else root_abs
+        prefix = "" if top == root_abs else os.path.relpath(root_abs, top).replace(os.sep, "/")
     if use_gitignore and prefix:
         parts = prefix.split("/")
         for k in range(len(parts)):
@@ -319,6 +328,43 @@ def _unlistable_error(exc: OSError) -> FileError:
     path = os.path.normpath(exc.filename) if exc.filename else "?"
     reason = (exc.strerror or type(exc).__name__).lower()
     return FileError(path, f"cannot list this folder: {reason}")
+
+
+def _git_tree(folder: str) -> tuple[str, list[tuple[str, IgnoreRule]]] | None:
+    """Inside a git work tree: its top folder, and the rules of ``core.excludesFile`` and
+    ``.git/info/exclude`` (both relative to that top). None outside one, or without git."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess | None:
+        try:
+            return subprocess.run(
+                ["git", "-C", folder, *args], capture_output=True, text=True, check=False
+            )
+        except OSError:  # no git on this machine
+            return None
+
+    paths = git("rev-parse", "--show-toplevel", "--git-path", "info/exclude")
+    if paths is None or paths.returncode != 0 or len(paths.stdout.splitlines()) != 2:
+        return None
+    top, info_exclude = paths.stdout.splitlines()
+    configured = git("config", "--path", "--get", "core.excludesFile")
+    if configured is not None and configured.returncode == 0 and configured.stdout.strip():
+        global_file = configured.stdout.strip()
+    else:  # git's default: $XDG_CONFIG_HOME/git/ignore, or ~/.config/git/ignore
+        config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+        global_file = os.path.join(config_home, "git", "ignore")
+    rules: list[tuple[str, IgnoreRule]] = []
+    for path, name in (
+        (global_file, f"core.excludesFile {global_file}"),
+        (os.path.join(folder, info_exclude), ".git/info/exclude"),
+    ):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        rules.extend(("", rule) for rule in parse_gitignore(text, name))
+    return os.path.abspath(top), rules
 
 
 def _read_gitignore(folder: str, base: str) -> list[tuple[str, IgnoreRule]]:

@@ -124,7 +124,8 @@ def _exclude_cause(rel: str, folder: str, settings: Settings, excludes: PathGlob
 
 def _gitignore_cause(hit: tuple[str, IgnoreRule]) -> Cause:
     base, rule = hit
-    return Cause(rule.pattern, f"{base}/.gitignore" if base else ".gitignore", NO_GITIGNORE)
+    source = rule.source or (f"{base}/.gitignore" if base else ".gitignore")
+    return Cause(rule.pattern, source, NO_GITIGNORE)
 
 
 def _git_cause(folder: str, rel: str) -> Cause:

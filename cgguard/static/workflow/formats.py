@@ -24,6 +24,7 @@ import bisect
 import os
 
 from cgguard.static.driver.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
+from cgguard.static.workflow.names import one_line, printable_strings
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -141,18 +142,21 @@ def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
     """The document for standard output (or --output-file)."""
     findings = sorted(run.findings, key=Finding.sort_key)
     if fmt == "text":
-        body = "".join(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n" for f in findings)
+        body = "".join(
+            f"{one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}\n" for f in findings
+        )
         return body + summary(run, fixing=fixing) + "\n"
     if fmt == "full":
         return "".join(_full(f, sources) for f in findings) + summary(run, fixing=fixing) + "\n"
     if fmt == "json":
         import json
 
-        return json.dumps([_json_finding(f, sources) for f in findings], indent=2) + "\n"
+        document = [_json_finding(f, sources) for f in findings]
+        return json.dumps(printable_strings(document), indent=2) + "\n"
     if fmt == "sarif":
         import json
 
-        return json.dumps(sarif(run, findings, sources), indent=2) + "\n"
+        return json.dumps(printable_strings(sarif(run, findings, sources)), indent=2) + "\n"
     if fmt == "github":
         return "".join(_github(f) for f in findings) + "".join(
             f"::error file={_gh_prop(e.path)},title=cgguard::{_gh_data(e.reason)}\n"
@@ -165,7 +169,7 @@ def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
 
 
 def _full(f: Finding, sources: Sources) -> str:
-    out = [f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n"]
+    out = [f"{one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}\n"]
     lines = sources.lines(f.path)
     if lines:
         last = min(f.end_line, f.line + 5)
@@ -424,7 +428,8 @@ def _artifact(path: str) -> dict:
 
     rel = relative_to_root(path, os.getcwd())
     if not os.path.isabs(rel):
-        return {"uri": quote(rel, safe="/"), "uriBaseId": "%SRCROOT%"}
+        # Percent-encoded from the name's own bytes: valid UTF-8 or not, the URI is exact.
+        return {"uri": quote(os.fsencode(rel), safe="/"), "uriBaseId": "%SRCROOT%"}
     from pathlib import Path
 
     return {"uri": Path(rel).as_uri()}

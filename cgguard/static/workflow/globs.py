@@ -127,10 +127,12 @@ class IgnoreRule:
     negated: bool
     dir_only: bool
     pattern: str = ""  # the line as written, for messages that name the rule
+    source: str = ""  # the file it is written in, when not the .gitignore of its base folder
 
 
-def parse_gitignore(text: str) -> list[IgnoreRule]:
-    """The rules of one .gitignore file, in order (see gitignore(5))."""
+def parse_gitignore(text: str, source: str = "") -> list[IgnoreRule]:
+    """The rules of one .gitignore file, in order (see gitignore(5)); ``source`` names
+    a file of the same syntax that is not a .gitignore (``.git/info/exclude``)."""
     rules: list[IgnoreRule] = []
     for raw in text.splitlines():
         line = raw
@@ -153,7 +155,7 @@ def parse_gitignore(text: str) -> list[IgnoreRule]:
         anchored = "/" in line  # a slash at the start or in the middle anchors it
         body = glob_to_regex(line.lstrip("/"))
         regex = re.compile(body if anchored else f"(?:.*/)?{body}")
-        rules.append(IgnoreRule(regex, negated, dir_only, raw.rstrip(" ")))
+        rules.append(IgnoreRule(regex, negated, dir_only, raw.rstrip(" "), source))
     return rules
 
 

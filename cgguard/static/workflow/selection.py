@@ -86,7 +86,10 @@ def _most_specific(code: str, enable: tuple[str, ...], disable: tuple[str, ...])
 def command_line_codes(option: str, values) -> tuple[str, ...]:
     """The codes of a repeatable, comma-separated option (``--select CGG001,CGG002``),
     validated as in a settings file; a bad one raises ConfigError naming the option."""
-    from cgguard.static.workflow.config import _codes
+    from cgguard.static.workflow.config import ConfigError, _codes
 
     codes = [c.strip() for value in values for c in value.split(",") if c.strip()]
+    if any(not value.strip(" ,") for value in values):
+        # `--select ''` would check with no rule at all and report "No findings".
+        raise ConfigError(f"{option}: an empty value names no rule code")
     return _codes(codes, option)

@@ -46,6 +46,21 @@ def diff_label(path: str, base: str) -> str:
     return os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
 
 
+_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def header_name(name: str) -> str:
+    """A name for a ``---``/``+++`` line: as it is, or in double quotes with C escapes, as
+    git writes (and ``git apply`` reads) a name holding a control character, which
+    would otherwise end the header line early."""
+    if not any(c < " " or c == "\x7f" for c in name) and not name.startswith('"'):
+        return name
+    body = "".join(
+        _C_ESCAPES.get(c) or (f"\\{ord(c):03o}" if c < " " or c == "\x7f" else c) for c in name
+    )
+    return f'"{body}"'
+
+
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -58,8 +73,8 @@ def unified_diff(
     for group in matcher.get_grouped_opcodes(n):
         if not started:
             started = True
-            yield f"--- {fromfile}\n"
-            yield f"+++ {tofile}\n"
+            yield f"--- {header_name(fromfile)}\n"
+            yield f"+++ {header_name(tofile)}\n"
         first, last = group[0], group[-1]
         yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
         for tag, i1, i2, j1, j2 in group:
