@@ -323,6 +323,16 @@ def _has_allocation_hook() -> bool:
 # --------------------------------------------------------------------------- public API
 
 
+def _stay_inactive(
+    report_path: str | None, mode: str, message: str, *args: object, key: str = "inactive"
+) -> None:
+    """One warning per process, and the report's ``installed`` line with ``"active": false``."""
+    STATE.log_once(key, logging.WARNING, message, *args)
+    append_event(
+        report_path, "installed", active=False, mode=mode, vllm_version=vllm_version(), targets=[]
+    )
+
+
 def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) -> bool:
     """Hook vLLM's model runners; returns whether hooks are active.
 
@@ -343,9 +353,9 @@ def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) ->
                 _announce()
             return True
         if _import("vllm") is None:
-            STATE.log_once(
-                "inactive",
-                logging.WARNING,
+            _stay_inactive(
+                report_path,
+                mode,
                 "cgguard: vLLM is not importable in this process; the runtime guard is inactive",
             )
             return False
@@ -353,30 +363,23 @@ def install(mode: str = "warn", report: str | os.PathLike[str] | None = None) ->
             _hook_everything()
         except Exception as exc:
             _restore_all()
-            STATE.log_once(
-                "inactive-error",
-                logging.WARNING,
+            _stay_inactive(
+                report_path,
+                mode,
                 "cgguard: could not hook vLLM (%s: %s); the runtime guard is inactive",
                 type(exc).__name__,
                 exc,
+                key="inactive-error",
             )
             return False
         if not _has_allocation_hook():
             _restore_all()
-            STATE.log_once(
-                "inactive",
-                logging.WARNING,
+            _stay_inactive(
+                report_path,
+                mode,
                 "cgguard: vLLM %s has none of the hook points the guard knows "
                 "(GPUModelRunner.initialize_kv_cache in vllm.v1.worker); the runtime guard is inactive",
                 vllm_version() or "(unknown version)",
-            )
-            append_event(
-                report_path,
-                "installed",
-                active=False,
-                mode=mode,
-                vllm_version=vllm_version(),
-                targets=[],
             )
             return False
         STATE.active = True

@@ -52,6 +52,30 @@ def test_vllm_without_hook_points_leaves_the_guard_inactive(tmp_path):
     assert (event["event"], event["active"], event["targets"]) == ("installed", False, [])
 
 
+def test_vllm_not_importable_leaves_the_guard_inactive_and_says_so_in_the_report(tmp_path):
+    # The real vLLM is installed here; a `vllm` package whose import fails (as a broken
+    # install's does) shadows it.
+    shadow = tmp_path / "shadow"
+    (shadow / "vllm").mkdir(parents=True)
+    (shadow / "vllm" / "__init__.py").write_text(
+        'raise ImportError("libcuda.so.1: cannot open shared object file")\n'
+    )
+    report = tmp_path / "guard.jsonl"
+    code = textwrap.dedent(f"""
+        from cgguard.runtime import install, hooked_targets
+        print("RESULTS", install("warn", {str(report)!r}), hooked_targets())
+    """)
+    result = run_python(code, clean_env(PYTHONPATH=str(shadow)))
+    assert result.returncode == 0, result.stderr
+    assert "RESULTS False []" in result.stdout
+    output = result.stdout + result.stderr
+    assert output.count("vLLM is not importable in this process; the runtime guard is inactive") == 1
+    assert "Traceback" not in output
+    [event] = read_report(report)
+    assert (event["event"], event["active"], event["mode"], event["targets"]) == (
+        "installed", False, "warn", [])
+
+
 def test_install_is_idempotent_and_uninstall_restores():
     code = textwrap.dedent("""
         from vllm.v1.worker.gpu_model_runner import GPUModelRunner
