@@ -31,8 +31,15 @@ from cgguard.static.workflow.config import ConfigError, Settings, resolve
 from cgguard.static.workflow.selection import make_filter
 
 
-class SettingsError(Exception):
-    """A settings file cgguard cannot use; str() is cgguard's one-line reason."""
+class SettingsError(SystemExit):
+    """A settings file cgguard cannot use; str() is cgguard's one-line reason.
+
+    It ends the tool's run, as the same file ends ``cgguard check``'s. It is a
+    SystemExit, not an Exception: Fixit and the codemod CLI print the traceback of any
+    Exception a rule raises (over a hundred lines for one wrong key), while a SystemExit
+    passes their handlers, also back from their worker processes, and Python prints
+    just this reason (exit code 1).
+    """
 
 
 def settings_for(path: str | None) -> Settings:
