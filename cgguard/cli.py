@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 
 import click
@@ -480,9 +482,12 @@ def fix(
                 output_file=output_file,
             )
         )
-    run = fix_paths(
-        paths, finding_filter, write=not diff, unsafe=settings.unsafe_fixes, settings=settings
-    )
+    if diff:
+        run = fix_paths(
+            paths, finding_filter, write=False, unsafe=settings.unsafe_fixes, settings=settings
+        )
+    else:
+        run = _fix_in_place(paths, finding_filter, settings)
     report_out = None
     if diff:
         patch = "".join(r.diff for r in run.files if r.diff)
@@ -508,6 +513,50 @@ def fix(
             out=report_out,
         )
     )
+
+
+@contextlib.contextmanager
+def _ctrl_c_after():
+    """Ctrl-C within the block takes effect when it ends: the file is fixed and counted."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: at once, as anywhere else
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _fix_in_place(paths, finding_filter, settings):
+    """`cgguard fix PATHS`: each file in turn, so that Ctrl-C can say how many were rewritten."""
+    from cgguard.static.driver.run import FileResult, RunResult, fix_paths
+    from cgguard.static.workflow.discovery import Skip, discover
+
+    run = RunResult(unsafe_fixes=settings.unsafe_fixes)
+    try:
+        for path, error in discover(paths, settings):
+            if isinstance(error, Skip):
+                run.files.append(FileResult(path, skipped=error.reason))
+            elif error is not None:
+                run.files.append(FileResult(path, error=error))
+            else:  # a file discovery found, named alone: found again, and fixed
+                with _ctrl_c_after():
+                    one = fix_paths(
+                        [path], finding_filter, unsafe=settings.unsafe_fixes, settings=settings
+                    )
+                    run.files.extend(one.files)
+    except KeyboardInterrupt:
+        rewritten = sum(1 for r in run.files if r.changed)
+        # Each write is atomic: a file is either rewritten whole or untouched.
+        done = (
+            f"{rewritten} file{'s' if rewritten != 1 else ''} already rewritten (each one whole)"
+            if rewritten
+            else "no file rewritten"
+        )
+        click.echo(f"cgguard: interrupted: {done}; the others are untouched", err=True)
+        sys.exit(2)
+    return run
 
 
 def _diff_base_note(run) -> None:

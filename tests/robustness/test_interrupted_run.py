@@ -124,7 +124,7 @@ def test_killed_fix_run_leaves_only_old_or_new_files(tmp_path):
     assert again.returncode == 0 and "Fixed 0 findings." in again.stdout
 
 
-def test_ctrl_c_stops_cleanly_with_exit_2_and_no_temp_file(tmp_path):
+def test_ctrl_c_stops_cleanly_with_exit_2_says_how_many_files_were_rewritten_and_leaves_no_temp_file(tmp_path):
     new = _expected_new_bytes(tmp_path)
     root = tmp_path / "tree"
     variant_of = _build_tree(root)
@@ -144,8 +144,12 @@ def test_ctrl_c_stops_cleanly_with_exit_2_and_no_temp_file(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, out + err
-    assert err.strip().splitlines() == ["cgguard: interrupted"], err
     assert "Traceback" not in out + err
     old_count, new_count, temps = _state(root, variant_of, new)
     assert new_count >= 1 and old_count >= 1
+    # The one line says how many files the run rewrote before it stopped: those on disk.
+    assert err.strip().splitlines() == [
+        f"cgguard: interrupted: {new_count} file{'s' if new_count != 1 else ''} already rewritten "
+        "(each one whole); the others are untouched"
+    ], err
     assert temps == []  # an interrupted write removes its temporary file
