@@ -15,6 +15,13 @@ from dataclasses import dataclass, field
 from cgguard.ops.fix_plan import FixPlan, plan_fix
 from cgguard.ops.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status
 from cgguard.ops.installed import InstalledVllm, find_installed_vllm, vllm_importable
+from cgguard.ops.runner_verdict import (
+    PathVerdict,
+    RunnerSummary,
+    RunSettings,
+    model_verdict,
+    runner_summary,
+)
 from cgguard.ops.workarounds import Workarounds, find_workarounds
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
@@ -88,6 +95,8 @@ class Diagnosis:
     advice: str = ""
     plan: FixPlan | None = None  # a source tree's fix (``source == "path"``, when affected)
     workarounds: Workarounds | None = None  # when affected
+    runners: RunnerSummary | None = None  # which models run the affected V1 runner
+    verdict: PathVerdict | None = None  # with --model: does that model take the path
 
     @property
     def affected(self) -> bool | None:
@@ -112,6 +121,9 @@ class Diagnosis:
         # Affected is a definite answer even if some file could not be read; without
         # a finding, an unreadable file leaves the answer open (2).
         if self.affected:
+            # With a model named, only a path taken (or not ruled out) is affected.
+            if self.verdict is not None and self.verdict.taken is False:
+                return 0
             return 1
         return 2 if self.affected is None else 0
 
@@ -133,6 +145,8 @@ class Diagnosis:
             "guard": self.guard.to_json(),
             "fix": self.plan.to_json() if self.plan is not None else None,
             "workarounds": self.workarounds.to_json() if self.workarounds is not None else None,
+            "runners": self.runners.to_json() if self.runners is not None else None,
+            "model_verdict": self.verdict.to_json() if self.verdict is not None else None,
             "other_distributions": [
                 {"name": d.name, "version": d.version, "location": d.package_dir}
                 for d in self.others
@@ -147,7 +161,7 @@ def _lint(paths: Sequence[str]) -> tuple[int, list[Finding], list[FileError]]:
     run = check_paths(paths)
     # A path with nothing to check (a folder without Python files) is a warning for
     # `cgguard check`; for doctor it leaves the answer open, as an error does.
-    skipped = [Skip(r.path, r.skipped) for r in run.skipped]
+    skipped = [Skip(r.path, r.skipped or "") for r in run.skipped]
     return run.checked, run.findings, run.errors + skipped
 
 
@@ -178,7 +192,20 @@ def fix_tree(root: str, *, unsafe: bool) -> tuple[int, list[FileError]]:
     return run.fixed, run.errors
 
 
-def diagnose_installed(search_path: Sequence[str] | None = None) -> Diagnosis:
+def _runner_answers(
+    d: Diagnosis, package_dir: str, model_dir: str | None, settings: RunSettings | None
+) -> None:
+    """Which models take the per-token path on this affected vLLM (and the named one)."""
+    d.runners = runner_summary(package_dir)
+    if model_dir is not None:
+        d.verdict = model_verdict(package_dir, model_dir, settings or RunSettings(), d.workarounds)
+
+
+def diagnose_installed(
+    search_path: Sequence[str] | None = None,
+    model_dir: str | None = None,
+    settings: RunSettings | None = None,
+) -> Diagnosis:
     """Diagnose the vLLM this Python would import (``search_path``: sys.path by default)."""
     installed = find_installed_vllm(search_path)
     if not installed:
@@ -210,11 +237,14 @@ def diagnose_installed(search_path: Sequence[str] | None = None) -> Diagnosis:
     )
     if diagnosis.affected and main.package_dir is not None:
         diagnosis.workarounds = find_workarounds(main.package_dir)
+        _runner_answers(diagnosis, main.package_dir, model_dir, settings)
     diagnosis.advice = advise(diagnosis)
     return diagnosis
 
 
-def diagnose_path(root: str) -> Diagnosis:
+def diagnose_path(
+    root: str, model_dir: str | None = None, settings: RunSettings | None = None
+) -> Diagnosis:
     """Diagnose a source checkout (vLLM itself, a fork or a plugin) at ``root``."""
     if not os.path.isdir(root):
         raise DoctorError(f"{root}: no such directory")
@@ -233,6 +263,7 @@ def diagnose_path(root: str) -> Diagnosis:
     if diagnosis.affected:
         diagnosis.plan = plan_fix(root, findings)
         diagnosis.workarounds = find_workarounds(_package_dir(root))
+        _runner_answers(diagnosis, _package_dir(root), model_dir, settings)
     diagnosis.advice = advise(diagnosis)
     return diagnosis
 
@@ -299,7 +330,12 @@ def _plan_advice(plan: FixPlan) -> list[str]:
 def advise(d: Diagnosis) -> str:
     parts: list[str] = []
     fixed = version_text(FIRST_FIXED)
-    if d.affected:
+    if d.affected and d.verdict is not None and d.verdict.taken is False:
+        parts.append(
+            "This model does not take the per-token profiling path with these settings: nothing to "
+            "do for it. Other models or settings on this vLLM may take it."
+        )
+    elif d.affected:
         if d.source == "path":
             parts.extend(_plan_advice(d.plan) if d.plan is not None else [])
         elif d.in_affected_releases:

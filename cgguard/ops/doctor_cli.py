@@ -21,6 +21,9 @@ from cgguard.ops.doctor import (
     fix_tree,
 )
 from cgguard.ops.guard_status import guard_status
+from cgguard.ops.model_config import ConfigError
+from cgguard.ops.runner_source import ENV
+from cgguard.ops.runner_verdict import settings_from_env
 from cgguard.shared.modes import MODE_ENV
 
 
@@ -59,6 +62,47 @@ def _workaround_lines(d: Diagnosis) -> list[str]:
         lines.append("Without a code change, these settings skip or shrink the per-token cache:")
     for x in w.found:
         lines.append(f"  {x.setting}: {x.effect}. Cost: {x.cost}. ({x.evidence})")
+    return lines
+
+
+def _runner_lines(d: Diagnosis) -> list[str]:
+    r = d.runners
+    if r is None:
+        return []
+    if r.rule is None or r.note is not None:
+        return [f"Runner: cannot tell which models run the affected V1 runner: {r.note}."]
+    if r.rule.kind == "env-only":
+        return [
+            f"Runner: every model runs the affected V1 runner unless {ENV}=1 ({r.rule.path}:"
+            f"{r.rule.env_line}); this vLLM picks no runner V2 by default."
+        ]
+    lines = [f"Runner: this vLLM picks the runner per model ({r.rule.path}:{r.rule.env_line}):"]
+    if r.v1_kinds:
+        lines.append(f"  affected (V1 runner) by default: {'; '.join(r.v1_kinds)}")
+    if r.v2_kinds:
+        lines.append(
+            f"  not affected (runner V2, no profiling cache) by default: {'; '.join(r.v2_kinds)}; "
+            "V2 needs Triton and no feature V2 lacks"
+        )
+    lines.append(f"  {ENV}=0 puts every model on V1, {ENV}=1 on V2.")
+    return lines
+
+
+def _verdict_lines(d: Diagnosis) -> list[str]:
+    v = d.verdict
+    if v is None:
+        return []
+    if v.taken is True:
+        head = "Model: takes the per-token profiling path (V1 runner, profiling step runs):"
+    elif v.taken is False:
+        head = "Model: does not take the per-token profiling path:"
+    else:
+        head = "Model: cannot rule out the per-token profiling path:"
+    lines = [head]
+    lines.extend(f"  - {reason}" for reason in v.reasons)
+    if v.assumed:
+        lines.append("  Assumed:")
+        lines.extend(f"  - {a}" for a in v.assumed)
     return lines
 
 
@@ -102,6 +146,8 @@ def _render_text(d: Diagnosis) -> str:
         lines.append(
             f"Version {d.vllm_version} is {where} vLLM's affected releases ({AFFECTED_RELEASES})."
         )
+    lines.extend(_runner_lines(d))
+    lines.extend(_verdict_lines(d))
     lines.append(_guard_line(d))
     for other in d.others:
         lines.append(
@@ -139,8 +185,32 @@ def _render_text(d: Diagnosis) -> str:
     "config excludes or a comment suppresses, then diagnose again.",
 )
 @click.option("--unsafe-fixes", is_flag=True, help="With --fix: also apply fixes marked unsafe.")
+@click.option(
+    "--model",
+    "model_dir",
+    metavar="DIR",
+    help="A folder holding the model's config.json: does this model take the per-token path? "
+    f"({ENV} is read from the environment.)",
+)
+@click.option("--enforce-eager", is_flag=True, help="With --model: vLLM runs with --enforce-eager.")
+@click.option(
+    "--cudagraph-mode", metavar="MODE", help="With --model: compilation_config's cudagraph_mode."
+)
+@click.option(
+    "--kv-cache-memory-bytes",
+    type=click.IntRange(min=1),
+    help="With --model: vLLM runs with a fixed --kv-cache-memory-bytes.",
+)
 def doctor(
-    path: str | None, fmt: str, sites: tuple[str, ...], fix: bool, unsafe_fixes: bool
+    path: str | None,
+    fmt: str,
+    sites: tuple[str, ...],
+    fix: bool,
+    unsafe_fixes: bool,
+    model_dir: str | None,
+    enforce_eager: bool,
+    cudagraph_mode: str | None,
+    kv_cache_memory_bytes: int | None,
 ) -> None:
     """Is the installed vLLM affected by the per-token profiling KV cache? What to do.
 
@@ -158,7 +228,17 @@ def doctor(
             )
         if unsafe_fixes and not fix:
             raise DoctorError("--unsafe-fixes goes with --fix")
+        if model_dir is None and (enforce_eager or cudagraph_mode or kv_cache_memory_bytes):
+            raise DoctorError(
+                "--enforce-eager, --cudagraph-mode and --kv-cache-memory-bytes go with --model DIR"
+            )
+        settings = settings_from_env(
+            enforce_eager=enforce_eager,
+            cudagraph_mode=cudagraph_mode,
+            kv_cache_memory_bytes=kv_cache_memory_bytes,
+        )
         if fix:
+            assert path is not None  # refused above without --path
             fixed, errors = fix_tree(path, unsafe=unsafe_fixes)
             for error in errors:
                 click.echo(f"{error.path}: error: {error.reason}", err=True)
@@ -168,16 +248,21 @@ def doctor(
             )
             if errors:
                 sys.exit(2)
-        d = diagnose_path(path) if path is not None else diagnose_installed(list(sites) or None)
-    except DoctorError as exc:
+        d = (
+            diagnose_path(path, model_dir, settings)
+            if path is not None
+            else diagnose_installed(list(sites) or None, model_dir, settings)
+        )
+    except (DoctorError, ConfigError) as exc:
         if fmt == "json":  # the same keys as an answer, so consumers need no second schema
-            document = {
+            document: dict[str, object] = {
                 "vllm_version": None,
                 "affected": None,  # no answer
                 "findings": [],
                 "guard": guard_status(
                     list(sites) or None, vllm_found=not isinstance(exc, NoVllm)
                 ).to_json(),
+                "model_verdict": None,
                 "advice": str(exc),
                 "error": str(exc),
             }

@@ -75,6 +75,12 @@ class _Fields:
                     return name, scope[name]
         return None
 
+    def need(self, *names: str) -> int:
+        """A required positive integer field (ConfigError when missing or malformed)."""
+        value = self.positive_int(*names)
+        assert value is not None  # positive_int raises for a missing required field
+        return value
+
     def positive_int(self, *names: str, required: bool = True) -> int | None:
         found = self.raw(*names)
         if found is None:
@@ -105,7 +111,7 @@ def fetch_hint(model_dir: str) -> str:
     )
 
 
-def _config_path(model_dir: str) -> str:
+def config_path(model_dir: str) -> str:
     if os.path.isfile(model_dir):  # a config.json given directly
         return model_dir
     if not os.path.isdir(model_dir):
@@ -116,7 +122,7 @@ def _config_path(model_dir: str) -> str:
     return path
 
 
-def _load_json(path: str) -> dict:
+def load_json(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
@@ -183,15 +189,15 @@ def _is_hybrid(fields: _Fields) -> bool:
 
 
 def load_model_shape(model_dir: str) -> ModelShape:
-    path = _config_path(model_dir)
-    top = _load_json(path)
+    path = config_path(model_dir)
+    top = load_json(path)
     section = next((k for k in TEXT_SECTIONS if isinstance(top.get(k), dict)), None)
     fields = _Fields(path, top, section)
 
-    num_layers = fields.positive_int("num_hidden_layers", "n_layer", "num_layers")
+    num_layers = fields.need("num_hidden_layers", "n_layer", "num_layers")
     dtype, dtype_field = _dtype(fields)
     model_type = fields.raw("model_type")
-    common = dict(
+    common: dict[str, Any] = dict(
         config_path=path,
         model_type=model_type[1] if model_type and isinstance(model_type[1], str) else None,
         num_layers=num_layers,
@@ -212,12 +218,12 @@ def load_model_shape(model_dir: str) -> ModelShape:
                 "num_attention_heads", "n_head", required=False
             ),
             head_dim=None,
-            kv_lora_rank=fields.positive_int("kv_lora_rank"),
-            qk_rope_head_dim=fields.positive_int("qk_rope_head_dim"),
+            kv_lora_rank=fields.need("kv_lora_rank"),
+            qk_rope_head_dim=fields.need("qk_rope_head_dim"),
             **common,
         )
     heads_field, _ = fields.raw("num_attention_heads", "n_head") or ("num_attention_heads", None)
-    num_heads = fields.positive_int("num_attention_heads", "n_head")
+    num_heads = fields.need("num_attention_heads", "n_head")
     derived: list[str] = []
     if section is not None:
         derived.append(f"the text model's fields from {section} (the top level where it has none)")
@@ -231,7 +237,7 @@ def load_model_shape(model_dir: str) -> ModelShape:
     head_dim = fields.positive_int("head_dim", required=False)
     if head_dim is None:
         found = fields.raw("hidden_size", "n_embd", "d_model")
-        hidden = fields.positive_int("hidden_size", "n_embd", "d_model")
+        hidden = fields.need("hidden_size", "n_embd", "d_model")
         hidden_field = found[0] if found else "hidden_size"
         if hidden % num_heads:
             raise ConfigError(
