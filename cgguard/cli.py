@@ -21,6 +21,7 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 LAZY_COMMANDS = {
     "doctor": "cgguard.ops.doctor_cli:doctor",
     "estimate": "cgguard.ops.estimate_cli:estimate",
+    "triage": "cgguard.ops.triage_cli:triage",
     "config": "cgguard.static.workflow.config_cli:config",
 }
 
@@ -34,6 +35,7 @@ SHORT_HELP = {
     "estimate": "Profiling KV cache memory for a model: per token vs per sequence.",
     "fix": "Rewrite per-token block counts to upstream's per-sequence bound.",
     "rule": "Print a rule's documentation, or every rule's summary.",
+    "triage": "Tell whether a vLLM start-up log failed on the per-token cache.",
 }
 
 
@@ -166,13 +168,15 @@ def run() -> None:
     streams.install()
     try:
         main(prog_name="cgguard")  # click's standalone mode ends in SystemExit
-        code = 0
+        status: object = 0
     except SystemExit as exc:
-        code = exc.code
-    if code is None:
+        status = exc.code
+    if status is None:
         code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)  # sys.exit("message"), as Python prints it
+    elif isinstance(status, int):
+        code = status
+    else:
+        print(status, file=sys.stderr)  # sys.exit("message"), as Python prints it
         code = 1
     try:
         sys.stdout.flush()
@@ -627,8 +631,8 @@ def rule(code: str | None) -> None:
         for project in projects:
             # A folder is a project of several modules (a flow across files).
             modules = project.modules()
-            fixed = sum(m.fixed_path is not None for m in modules)
+            with_fix = sum(m.fixed_path is not None for m in modules)
             click.echo(
                 f"- {project.kind}/{project.name}/ (a project of {len(modules)} modules"
-                + (f", {fixed} with an expected fix)" if fixed else ")")
+                + (f", {with_fix} with an expected fix)" if with_fix else ")")
             )

@@ -39,7 +39,7 @@ class _Descriptor(io.RawIOBase):
     def isatty(self) -> bool:
         return os.isatty(self._fd)
 
-    def write(self, data) -> int:  # type: ignore[override]
+    def write(self, data) -> int:
         size = len(data)
         if self._gone:
             return size

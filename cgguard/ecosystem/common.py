@@ -63,7 +63,7 @@ def fixes_to_apply(
     taken: list[Report] = []
     claimed: list[tuple[tuple[int, int], tuple[int, int]]] = []
     for report in found:
-        if not applies(report.fix, settings):
+        if report.fix is None or not applies(report.fix, settings):
             continue
         first, c0, last, c1 = position(report.fix.replacement.old)
         span = ((first, c0), (last, c1))

@@ -241,7 +241,7 @@ def _patch_class(cls: type) -> list[str]:
 
 def _all_subclasses(cls: type) -> list[type]:
     seen: list[type] = []
-    stack = list(cls.__subclasses__())
+    stack: list[type] = list(cls.__subclasses__())
     while stack:
         sub = stack.pop()
         if sub not in seen:
@@ -256,7 +256,7 @@ def _hook_subclass_creation(base: type) -> None:
 
     def __init_subclass__(cls: type, **kwargs: Any) -> None:
         if original is _ABSENT:
-            super(base, cls).__init_subclass__(**kwargs)
+            super(base, cls).__init_subclass__(**kwargs)  # type: ignore[arg-type]
         else:
             original.__get__(None, cls)(**kwargs)
         if STATE.active:

@@ -21,7 +21,9 @@ in a project without settings never pay for it.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 # Folders skipped while walking, unless ``exclude`` replaces this list
 # (``extend-exclude`` adds to it).
@@ -133,9 +135,9 @@ _PARSED: dict[str, dict] = {}
 
 
 def _read_toml(path: str) -> dict:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:
         import tomli as tomllib
     try:
         with open(path, "rb") as fh:
@@ -170,7 +172,7 @@ def load_config_file(path: str) -> Settings:
 
 
 def settings_from_table(table: dict, where: str, *, source: str | None, root: str) -> Settings:
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # each validated for its key by _KEYS
     origins: dict[str, str] = {}
     for key, value in table.items():
         spec = _KEYS.get(key)

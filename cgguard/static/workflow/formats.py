@@ -238,7 +238,7 @@ def _fix_diff(f: Finding, sources: Sources) -> list[str]:
     from cgguard.static.driver.fixer import apply_edits
 
     text = sources.text(f.path)
-    if text is None:
+    if text is None or f.fix is None:
         return []
     before = text.splitlines(keepends=True)
     after = apply_edits(text, list(f.fix.edits)).splitlines(keepends=True)
