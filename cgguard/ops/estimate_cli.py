@@ -1,6 +1,8 @@
 """`cgguard estimate MODEL_DIR`: the profiling KV cache for a model, per-token vs per-sequence.
 
-Pure arithmetic over the model's config.json (no vLLM, no torch, no weights).
+Arithmetic over the model's config.json and vLLM's defaults as an affected release
+resolves them (no torch, no weights; vLLM is never imported). Where the installed
+vLLM is the release estimated, its source says which runner the model gets.
 Exit codes: 0 done, 2 bad input (missing or malformed config field, bad option).
 """
 
@@ -11,15 +13,13 @@ import sys
 
 import click
 
+from cgguard.ops.estimate_release import ReleaseContext, release_context, runner_check
 from cgguard.ops.memory import (
     DEFAULT_BLOCK_SIZE,
-    DEFAULT_CAPTURE_CEILING,
-    DEFAULT_MAX_NUM_SEQS,
     KV_CACHE_DTYPES,
     MODEL_DTYPES,
     EstimateError,
     bytes_per_block,
-    default_capture_size,
     kv_heads_per_rank,
     profiling_estimate,
     resolve_kv_dtype,
@@ -27,11 +27,12 @@ from cgguard.ops.memory import (
 )
 from cgguard.ops.model_config import ConfigError, ModelShape, load_model_shape
 from cgguard.ops.units import human_bytes
+from cgguard.ops.vllm_defaults import ENTRY_POINTS, GPUS, Request, resolve
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
 
-def _parse_capture_sizes(text: str) -> int:
-    """``"1,2,4,8"`` -> 8: the profiling cache follows the largest captured size.
+def _parse_capture_sizes(text: str) -> tuple[int, ...]:
+    """``"1,2,4,8"`` -> (1, 2, 4, 8); the profiling cache follows the largest kept.
 
     Every comma-separated entry must be a positive integer: an empty list, an empty
     entry (``"1,,2"``, a trailing comma) or anything else is an error, never skipped.
@@ -50,7 +51,7 @@ def _parse_capture_sizes(text: str) -> int:
         if not (part.isascii() and part.isdigit()) or int(part) <= 0:
             raise EstimateError(f"--cudagraph-capture-sizes: {part!r} is not a positive integer")
         sizes.append(int(part))
-    return max(sizes)
+    return tuple(sizes)
 
 
 def _check_tensor_parallel(shape: ModelShape, tp: int) -> None:
@@ -78,17 +79,75 @@ def _v(t: tuple[int, int, int]) -> str:
     return ".".join(map(str, t))
 
 
+def _gpu(gpu_name: str | None, gpu_memory_gib: float | None) -> tuple[float, str]:
+    """(memory in GiB, device name) vLLM's defaults are chosen by."""
+    if gpu_name is not None:
+        key = next(k for k in GPUS if k.lower() == gpu_name.lower())
+        return GPUS[key]
+    if gpu_memory_gib is not None:
+        return gpu_memory_gib, "the GPU named by --gpu-memory-gib"
+    return 0.0, "a GPU not named"
+
+
+def _scheduler_assumptions(
+    ctx: ReleaseContext, gpu_name: str | None, gpu_memory_gib: float | None, entry: str | None
+) -> list[str]:
+    out = []
+    if ctx.assumed is not None:
+        out.append(ctx.assumed)
+    if gpu_name is None and gpu_memory_gib is None:
+        out.append(
+            "a GPU under 70 GiB (or an A100): vLLM's defaults for it (--gpu or --gpu-memory-gib names yours)"
+        )
+    if entry is None:
+        out.append("entry point `serve` (the API server; --entry-point LLM for the Python class)")
+    return out
+
+
 @click.command()
 @click.argument("model_dir", metavar="MODEL_DIR")
 @click.option(
     "--max-num-seqs",
     type=click.IntRange(min=1),
-    help=f"vLLM's max_num_seqs [default: {DEFAULT_MAX_NUM_SEQS}]",
+    help="vLLM's max_num_seqs [default: vLLM's for the GPU: 1024 at 70 GiB or more, not A100; else 256]",
+)
+@click.option(
+    "--max-num-batched-tokens",
+    type=click.IntRange(min=1),
+    help="vLLM's max_num_batched_tokens [default: vLLM's for the GPU and entry point]",
 )
 @click.option(
     "--max-cudagraph-capture-size",
     type=click.IntRange(min=1),
-    help=f"Largest CUDA-graph capture size in tokens [default: vLLM's, min(2 x max_num_seqs, {DEFAULT_CAPTURE_CEILING})]",
+    help="Largest CUDA-graph capture size in tokens [default: vLLM's, "
+    "min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens]",
+)
+@click.option("--num-speculative-tokens", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--gpu",
+    "gpu_name",
+    type=click.Choice(sorted(GPUS), case_sensitive=False),
+    help="The GPU vLLM runs on (its memory and name pick vLLM's defaults).",
+)
+@click.option(
+    "--gpu-memory-gib",
+    type=click.FloatRange(min=0, min_open=True),
+    help="The GPU's total memory in GiB, as torch reports it (instead of --gpu).",
+)
+@click.option(
+    "--entry-point",
+    type=click.Choice(ENTRY_POINTS),
+    help="How vLLM is started: `serve` (the API server) or the `LLM` class [default: serve]",
+)
+@click.option(
+    "--max-model-len",
+    type=click.IntRange(min=1),
+    help="vLLM's max_model_len [default: the config's max_position_embeddings]",
+)
+@click.option(
+    "--vllm-version",
+    metavar="X.Y.Z",
+    help="The affected release whose defaults apply [default: the installed one, else 0.25.0]",
 )
 @click.option(
     "--cudagraph-capture-sizes", metavar="N,N,...", help="Capture sizes list; the largest counts."
@@ -122,7 +181,14 @@ def _v(t: tuple[int, int, int]) -> str:
 def estimate(
     model_dir: str,
     max_num_seqs: int | None,
+    max_num_batched_tokens: int | None,
     max_cudagraph_capture_size: int | None,
+    num_speculative_tokens: int,
+    gpu_name: str | None,
+    gpu_memory_gib: float | None,
+    entry_point: str | None,
+    max_model_len: int | None,
+    vllm_version: str | None,
     cudagraph_capture_sizes: str | None,
     block_size: int | None,
     kv_cache_dtype: str,
@@ -146,6 +212,8 @@ def estimate(
             raise EstimateError(
                 "give --max-cudagraph-capture-size or --cudagraph-capture-sizes, not both"
             )
+        if gpu_name is not None and gpu_memory_gib is not None:
+            raise EstimateError("give --gpu or --gpu-memory-gib, not both")
         listed_capture = (
             _parse_capture_sizes(cudagraph_capture_sizes)
             if cudagraph_capture_sizes is not None
@@ -154,6 +222,8 @@ def estimate(
         shape = load_model_shape(model_dir)
         _check_tensor_parallel(shape, tensor_parallel_size)
         kv = resolve_kv_dtype(kv_cache_dtype, model_dtype, shape)
+        ctx = release_context(vllm_version)
+        verdict = runner_check(ctx, model_dir)
     except (ConfigError, EstimateError) as exc:
         click.echo(f"cgguard estimate: error: {exc}", err=True)
         sys.exit(2)
@@ -162,19 +232,33 @@ def estimate(
     assumed: list[str] = list(shape.derived)
     if kv_cache_dtype == "auto" and model_dtype == "auto" and shape.dtype in (None, "float32"):
         assumed.append(f"KV cache dtype {kv.name} ({kv.source})")
-    if max_num_seqs is None:
-        max_num_seqs = DEFAULT_MAX_NUM_SEQS
-        assumed.append(f"max_num_seqs {max_num_seqs} (vLLM's default on GPU)")
-    if listed_capture is not None:
-        capture = listed_capture
-    elif max_cudagraph_capture_size is not None:
-        capture = max_cudagraph_capture_size
-    else:
-        capture = default_capture_size(max_num_seqs)
+    assumed.extend(_scheduler_assumptions(ctx, gpu_name, gpu_memory_gib, entry_point))
+    if max_num_batched_tokens is None:
+        assumed.append("chunked prefill on (vLLM's default for generation models)")
+    if max_model_len is None and shape.max_position_embeddings is not None:
+        max_model_len = shape.max_position_embeddings
         assumed.append(
-            f"capture size {capture} tokens (vLLM's default, min(2 x max_num_seqs, {DEFAULT_CAPTURE_CEILING}); "
-            "1024 on Blackwell)"
+            f"max_model_len {max_model_len} (the config's max_position_embeddings; it caps a "
+            "defaulted max_num_batched_tokens at max_num_seqs x max_model_len)"
         )
+    memory, name = _gpu(gpu_name, gpu_memory_gib)
+    resolved = resolve(
+        Request(
+            release=ctx.release,
+            gpu_memory_gib=memory,
+            gpu_name=name,
+            entry_point=entry_point or "serve",
+            max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens,
+            max_cudagraph_capture_size=max_cudagraph_capture_size,
+            cudagraph_capture_sizes=listed_capture,
+            num_speculative_tokens=num_speculative_tokens,
+            max_model_len=max_model_len,
+        )
+    )
+    assumed.extend(resolved.assumed)
+    max_num_seqs = resolved.max_num_seqs
+    capture = resolved.capture_size
     if block_size is None:
         block_size = DEFAULT_BLOCK_SIZE
         assumed.append(
@@ -203,6 +287,10 @@ def estimate(
     per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
     block_bytes = bytes_per_block(shape, kv, block_size, tensor_parallel_size)
     est = profiling_estimate(block_bytes, max_num_seqs, capture)
+    # On runner V2 the affected release builds no profiling cache: no cost to print.
+    on_v2 = verdict is not None and verdict.runner == "V2" and verdict.taken is False
+    if verdict is not None:
+        assumed.extend(a for a in verdict.assumed if a not in assumed)
 
     if fmt == "json":
         out = {
@@ -220,17 +308,24 @@ def estimate(
             },
             "kv_cache_dtype": kv.name,
             "kv_cache_dtype_source": kv.source,
+            "vllm_version": ctx.version,
+            "runner": verdict.to_json() if verdict is not None else None,
             "settings": {
                 "max_num_seqs": max_num_seqs,
+                "max_num_batched_tokens": resolved.max_num_batched_tokens,
                 "capture_size": capture,
                 "block_size": block_size,
                 "tensor_parallel_size": tensor_parallel_size,
             },
             "bytes_per_token_per_layer": per_layer,
             "bytes_per_block": block_bytes,
-            "per_token": {"blocks": est.per_token.blocks, "bytes": est.per_token.bytes},
-            "per_sequence": {"blocks": est.per_sequence.blocks, "bytes": est.per_sequence.bytes},
-            "ratio": round(est.ratio, 3),
+            "per_token": None
+            if on_v2
+            else {"blocks": est.per_token.blocks, "bytes": est.per_token.bytes},
+            "per_sequence": None
+            if on_v2
+            else {"blocks": est.per_sequence.blocks, "bytes": est.per_sequence.bytes},
+            "ratio": None if on_v2 else round(est.ratio, 3),
             "assumed": assumed,
             "notes": notes,
         }
@@ -252,16 +347,25 @@ def estimate(
         f"KV cache dtype: {kv.name} ({kv.source})",
         f"Per block:      {human_bytes(block_bytes)} ({block_bytes:,} bytes = {shape.num_layers} layers x "
         f"{block_size} tokens x {per_layer:,} bytes)",
-        f"Settings:       max_num_seqs {max_num_seqs}, capture size {capture} tokens, block size {block_size}, "
+        f"Settings:       vLLM {ctx.version}, max_num_seqs {max_num_seqs}, max_num_batched_tokens "
+        f"{resolved.max_num_batched_tokens}, capture size {capture} tokens, block size {block_size}, "
         f"tensor parallel {tensor_parallel_size}",
         "",
-        f"{header.ljust(label_w)}  {'blocks'.rjust(blocks_w)}  memory",
     ]
-    for label, size in rows:
+    if verdict is not None and verdict.runner is not None:
+        lines.append(f"Runner:         {verdict.runner} ({verdict.reasons[0]})")
+    if on_v2:
         lines.append(
-            f"{label.ljust(label_w)}  {f'{size.blocks:,}'.rjust(blocks_w)}  {human_bytes(size.bytes)}"
+            f"vLLM {ctx.version} runs this model on model runner V2, which builds no profiling KV "
+            "cache: nothing is at stake (VLLM_USE_V2_MODEL_RUNNER=0 would put it on the affected V1 runner)."
         )
-    lines.append(f"per-token / per-sequence: {est.ratio:.3g}x")
+    else:
+        lines.append(f"{header.ljust(label_w)}  {'blocks'.rjust(blocks_w)}  memory")
+        for label, size in rows:
+            lines.append(
+                f"{label.ljust(label_w)}  {f'{size.blocks:,}'.rjust(blocks_w)}  {human_bytes(size.bytes)}"
+            )
+        lines.append(f"per-token / per-sequence: {est.ratio:.3g}x")
     if assumed:
         lines.append("Assumed:")
         lines.extend(f"  - {a}" for a in assumed)

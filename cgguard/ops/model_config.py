@@ -55,6 +55,7 @@ class ModelShape:
     # Values config.json does not state, worked out from what it does (head_dim from
     # hidden_size and heads, ...): each one line for the output's "Assumed".
     derived: tuple[str, ...] = ()
+    max_position_embeddings: int | None = None  # vLLM's max_model_len comes from it
 
 
 class _Fields:
@@ -206,6 +207,7 @@ def load_model_shape(model_dir: str) -> ModelShape:
         has_sliding_window=_has_sliding_window(fields),
         hybrid=_is_hybrid(fields),
         text_section=section,
+        max_position_embeddings=fields.positive_int("max_position_embeddings", required=False),
     )
     if fields.raw("kv_lora_rank") is not None:
         return ModelShape(

@@ -1,4 +1,4 @@
-"""`cgguard estimate` against hand-computed figures (field notes, section 4)."""
+"""`cgguard estimate` against hand-computed figures (docs/vllm.md, "Memory arithmetic")."""
 
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ def model(tmp_path: Path, config: dict | str, name: str = "model") -> Path:
     return d
 
 
+# The release, GPU and entry point named: none of vLLM's defaults for them is assumed.
+NAMED = ("--vllm-version", "0.25.0", "--gpu", "H100", "--entry-point", "serve")
+# A capture size of 8192 stays 8192 only where max_num_batched_tokens allows it.
+WIDE = ("--max-num-batched-tokens", "8192")
+
+
 def run_json(*args: str) -> dict:
     result = _runner().invoke(estimate, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -63,7 +69,7 @@ def run_json(*args: str) -> dict:
 
 def test_llama3_8b_field_notes_example(tmp_path):
     d = model(tmp_path, LLAMA3_8B)
-    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--max-num-seqs", "256")
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--max-num-seqs", "256", *WIDE, *NAMED)
     # 32 layers x 16 tokens x (2 x 8 heads x 128 x 2 bytes) = 2 MiB
     assert out["bytes_per_token_per_layer"] == 2 * 8 * 128 * 2 == 4 * KiB
     assert out["bytes_per_block"] == 32 * 16 * 4096 == 2 * MiB
@@ -75,7 +81,7 @@ def test_llama3_8b_field_notes_example(tmp_path):
         "block size 16 (vLLM's usual default; some attention backends use more)",
     ]
 
-    text = _runner().invoke(estimate, [str(d), "--max-cudagraph-capture-size", "8192"])
+    text = _runner().invoke(estimate, [str(d), "--max-cudagraph-capture-size", "8192", *WIDE])
     assert text.exit_code == 0
     assert "2 MiB (2,097,152 bytes" in text.stdout
     lines = text.stdout.splitlines()
@@ -84,12 +90,13 @@ def test_llama3_8b_field_notes_example(tmp_path):
     assert per_token.split()[-3:] == ["8,192", "16", "GiB"]
     assert per_seq.split()[-3:] == ["256", "512", "MiB"]
     assert "per-token / per-sequence: 32x" in text.stdout
-    assert "max_num_seqs 256 (vLLM's default on GPU)" in text.stdout  # said it was assumed
+    # said it was assumed, with where it comes from
+    assert "max_num_seqs 256 (vLLM's default on a GPU under 70 GiB or an A100" in text.stdout
 
 
 def test_llama3_8b_tensor_parallel_2(tmp_path):
     d = model(tmp_path, LLAMA3_8B)
-    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--tensor-parallel-size", "2")
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--tensor-parallel-size", "2", *WIDE)
     # 4 KV heads per rank: half the block.
     assert out["model"]["kv_heads_per_rank"] == 4
     assert out["bytes_per_block"] == 32 * 16 * (2 * 4 * 128 * 2) == 1 * MiB
@@ -107,7 +114,7 @@ def test_more_ranks_than_kv_heads_keep_one_head_each(tmp_path):
 
 def test_deepseek_v3_mla(tmp_path):
     d = model(tmp_path, DEEPSEEK_V3)
-    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--max-num-seqs", "256")
+    out = run_json(str(d), "--max-cudagraph-capture-size", "8192", "--max-num-seqs", "256", *WIDE)
     # (512 + 64) x 2 bytes per token per layer, no K/V doubling: 1,152 bytes.
     assert out["model"]["attention"] == "mla"
     assert out["bytes_per_token_per_layer"] == (512 + 64) * 2 == 1152
@@ -143,25 +150,59 @@ def test_float32_checkpoint_follows_vllm_dtype_resolution(tmp_path):
 
 def test_capture_sizes_list_uses_its_largest(tmp_path):
     d = model(tmp_path, LLAMA3_8B)
-    out = run_json(str(d), "--cudagraph-capture-sizes", "1,2,4,8,16,8192,512")
+    out = run_json(str(d), "--cudagraph-capture-sizes", "1,2,4,8,16,8192,512", *WIDE)
     assert out["settings"]["capture_size"] == 8192
     assert out["per_token"]["bytes"] == 16 * GiB
+    # vLLM keeps only the sizes within max_num_batched_tokens (2048 for `serve` on a smaller GPU).
+    capped = run_json(str(d), "--cudagraph-capture-sizes", "1,2,4,8,16,8192,512")
+    assert capped["settings"]["capture_size"] == 512
+    assert any(a.startswith("capture size 512: the largest listed size within max_num_batched_tokens 2048")
+               for a in capped["assumed"])
 
 
 def test_defaults_are_vllms_and_said_to_be_assumed(tmp_path):
     d = model(tmp_path, LLAMA3_8B)
     out = run_json(str(d))
-    assert out["settings"] == {"max_num_seqs": 256, "capture_size": 512, "block_size": 16, "tensor_parallel_size": 1}
+    assert out["settings"] == {"max_num_seqs": 256, "max_num_batched_tokens": 2048, "capture_size": 512,
+                               "block_size": 16, "tensor_parallel_size": 1}
     assert out["per_token"] == {"blocks": 512, "bytes": 1 * GiB}
     assert out["per_sequence"] == {"blocks": 256, "bytes": 512 * MiB}
     assert [a.split(" (")[0] for a in out["assumed"]] == [
-        "head_dim 128 = hidden_size 4096 / num_attention_heads 32", "max_num_seqs 256", "capture size 512 tokens",
+        "head_dim 128 = hidden_size 4096 / num_attention_heads 32",
+        "vLLM 0.25.0's defaults, the last affected release",
+        "a GPU under 70 GiB",
+        "entry point `serve`",
+        "chunked prefill on",
+        "max_num_batched_tokens 2048",
+        "max_num_seqs 256",
+        "capture size 512 tokens",
         "block size 16",
     ]
     # vLLM's default capture size follows max_num_seqs: min(2 x 8, 512) = 16.
     small = run_json(str(d), "--max-num-seqs", "8")
     assert small["settings"]["capture_size"] == 16
     assert (small["per_token"]["blocks"], small["per_sequence"]["blocks"]) == (16, 8)
+
+
+def test_gpu_and_entry_point_pick_vllms_defaults(tmp_path):
+    d = model(tmp_path, {**LLAMA3_8B, "max_position_embeddings": 8192})
+    h100 = run_json(str(d), "--gpu", "H100")
+    assert (h100["settings"]["max_num_seqs"], h100["settings"]["max_num_batched_tokens"]) == (1024, 8192)
+    # On an H100 at defaults both formulas take 512 blocks: nothing at stake.
+    assert h100["per_token"] == h100["per_sequence"] == {"blocks": 512, "bytes": 1 * GiB}
+    assert h100["ratio"] == 1
+    llm = run_json(str(d), "--gpu-memory-gib", "80", "--entry-point", "LLM")
+    assert (llm["settings"]["max_num_seqs"], llm["settings"]["max_num_batched_tokens"]) == (1024, 16384)
+    a100 = run_json(str(d), "--gpu", "A100", "--entry-point", "LLM")
+    assert (a100["settings"]["max_num_seqs"], a100["settings"]["max_num_batched_tokens"]) == (256, 8192)
+    # Speculative decoding widens the default capture size: min(64 x (1 + 1) x 2, 512) = 256.
+    spec = run_json(str(d), "--max-num-seqs", "64", "--num-speculative-tokens", "1")
+    assert spec["settings"]["capture_size"] == 256
+    # A capture size beyond max_num_batched_tokens is cut to it (2048 for `serve` below 70 GiB).
+    cut = run_json(str(d), "--max-cudagraph-capture-size", "8192")
+    assert cut["settings"]["capture_size"] == 2048
+    assert any(a.startswith("capture size 2048 tokens (--max-cudagraph-capture-size 8192, at most "
+                            "max_num_batched_tokens 2048") for a in cut["assumed"])
 
 
 def test_more_sequences_than_capture_tokens_costs_the_same(tmp_path):
@@ -318,7 +359,7 @@ def test_every_derived_value_is_listed_under_assumed(tmp_path):
     config = {k: v for k, v in LLAMA3_8B.items() if k not in ("num_key_value_heads", "torch_dtype")}
     d = model(tmp_path, config)
     proc = run_cgguard("estimate", str(d), "--max-num-seqs", "256", "--max-cudagraph-capture-size", "8192",
-                       "--block-size", "16")
+                       "--block-size", "16", *WIDE, *NAMED)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assumed = lines[lines.index("Assumed:") + 1:]
@@ -329,18 +370,20 @@ def test_every_derived_value_is_listed_under_assumed(tmp_path):
     ]
     # A multimodal config: which section the text model came from.
     nested = model(tmp_path, {"model_type": "llava", "text_config": LLAMA3_8B}, name="mm")
-    out = run_json(str(nested), "--max-num-seqs", "256", "--block-size", "16", "--max-cudagraph-capture-size", "512")
+    out = run_json(str(nested), "--max-num-seqs", "256", "--block-size", "16", "--max-cudagraph-capture-size", "512",
+                   *WIDE, *NAMED)
     assert out["assumed"][0] == "the text model's fields from text_config (the top level where it has none)"
     # Everything stated: nothing assumed, no "Assumed:" block.
     stated = model(tmp_path, {**LLAMA3_8B, "head_dim": 128}, name="stated")
     full = run_cgguard("estimate", str(stated), "--max-num-seqs", "256", "--max-cudagraph-capture-size", "512",
-                       "--block-size", "16")
+                       "--block-size", "16", *WIDE, *NAMED)
     assert full.returncode == 0 and "Assumed" not in full.stdout
 
 
 def test_real_cli_registers_estimate(tmp_path):
     # Through `python -m cgguard` (the lazily registered command), a config.json path works too.
     d = model(tmp_path, LLAMA3_8B)
-    proc = run_cgguard("estimate", str(d / "config.json"), "--max-cudagraph-capture-size", "8192", "--format", "json")
+    proc = run_cgguard("estimate", str(d / "config.json"), "--max-cudagraph-capture-size", "8192", *WIDE,
+                       "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["per_token"]["bytes"] == 16 * GiB
