@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recall and false positives on the rules' example cases: cgguard, semgrep, Fixit (issue 17).
+"""Recall and false positives on the rules' example cases: cgguard, semgrep, Fixit.
 
 Run it with the project's interpreter, which has cgguard installed:
 
@@ -41,14 +41,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 ALL_TOOLS = ("cgguard", "semgrep", "fixit")
 TOOL_LABELS = {"cgguard": "cgguard", "semgrep": "semgrep (taint rule)", "fixit": "Fixit (benchmark rule)"}
-# Case names start with their family (issue 17); older cases have none of these prefixes.
+# Case names start with their family; the other cases have none of these prefixes.
 FAMILIES = {
     "precision": "precision (bounded on every path?)",
     "version": "version-spanning reads and sinks",
     "members": "members (properties, tuples, static/class methods, attributes)",
     "imports": "names through imports (aliases, other modules)",
 }
-EARLIER = "earlier cases (issues 1-11)"
+EARLIER = "other cases (no family prefix)"
 _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 _FIXIT_REPORT = re.compile(r"^(\S.*?)@(\d+):\d+ PerTokenProfilingBlocks: ", re.M)
 

@@ -16,7 +16,7 @@ import libcst as cst
 import libcst.matchers as m
 from fixit import Invalid, LintRule, Valid
 
-# The largest capture size, in every spelling the field notes list.
+# The largest capture size, in every spelling docs/vllm.md lists.
 _CAPTURE_ATTR = m.Attribute(attr=m.Name("max_cudagraph_capture_size") | m.Name("max_capture_size"))
 _CAPTURE_LIST = m.Attribute(attr=m.Name("cudagraph_batch_sizes") | m.Name("cudagraph_capture_sizes"))
 _LAST_OF_LIST = m.Subscript(

@@ -1,7 +1,7 @@
 """Would the cgguard runtime guard run inside vLLM here, and in which mode?
 
 vLLM loads every entry point of the ``vllm.general_plugins`` group unless the
-``VLLM_PLUGINS`` allow-list leaves it out (field notes, section 5). The list is read
+``VLLM_PLUGINS`` allow-list leaves it out (docs/vllm.md, "Plugins"). The list is read
 here exactly as vLLM reads it (0.18.0 to 0.33.0, ``vllm/envs.py``): unset allows every
 plugin; set, it is ``value.split(",")`` with nothing stripped, and a plugin loads only
 when its name is one of those pieces. So ``"other, cgguard"`` allows ``" cgguard"``,

@@ -1,4 +1,4 @@
-"""KV cache arithmetic for the profiling cache (field notes, section 4).
+"""KV cache arithmetic for the profiling cache (docs/vllm.md, "Memory arithmetic").
 
 Bytes per block = layers x block_size x bytes per token per layer, where a token
 costs per layer:

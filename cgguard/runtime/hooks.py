@@ -1,6 +1,6 @@
 """Where the guard hooks into vLLM, and the wrappers it puts there.
 
-Two kinds of hook point (field notes, section 2):
+Two kinds of hook point (docs/vllm.md, "Where the allocation runs"):
 
 - *allocation*: ``initialize_kv_cache`` on the v1 and v2 ``GPUModelRunner`` and on
   every subclass that overrides it. The outermost call checks the configuration

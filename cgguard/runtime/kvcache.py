@@ -1,7 +1,7 @@
 """What the guard reads from, and asks of, vLLM's KV cache configuration objects.
 
 Duck-typed on purpose: the field names below are stable from vLLM 0.18.0 to 0.33.0
-(field notes, section 2), while class locations and signatures drift.
+(docs/vllm.md, "Where the allocation runs"), while class locations and signatures drift.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ def build_config_for_blocks(runner: Any, config: Any, blocks: int) -> Any:
     """Have vLLM's own configuration code build ``config``'s layout for ``blocks`` blocks.
 
     Offsets and strides depend on the block count, so a smaller cache cannot be
-    had by shrinking a finished configuration (invalid views, field notes §5).
+    had by shrinking a finished configuration (its views would be invalid: docs/vllm.md,
+    "Running vLLM without a GPU").
     This is what upstream's fixed ``_init_minimal_kv_cache_for_profiling`` does:
     set ``num_gpu_blocks_override``, build from the same groups with
     ``available_memory=0``, restore the override.

@@ -1,4 +1,4 @@
-"""libcst is imported only when something is parsed (issues 10 and 17).
+"""libcst is imported only when something is parsed.
 
 ``cgguard check`` decides on bytes and Python's own parser what libcst sees: a run
 over files with no capture size, or whose functions hold a capture size but no

@@ -1,4 +1,4 @@
-"""The same rules through Fixit and libcst's codemod CLI (issue 10).
+"""The same rules through Fixit and libcst's codemod CLI.
 
 The real ``fixit`` and ``python -m libcst.tool codemod`` run the adapters in
 :mod:`cgguard.ecosystem` on every rule case and on the buggy vLLM runner the tests

@@ -1,4 +1,4 @@
-"""Fixit and the codemod honour cgguard's settings and suppressions (issue 16, item 1).
+"""Fixit and the codemod honour cgguard's settings and suppressions.
 
 A tree holds every rule case plus a file with suppression comments, under one
 settings file; the real ``fixit lint``, ``fixit fix --automatic`` and

@@ -46,7 +46,7 @@ def _case(before_line: str, after_line: str, transform=lambda t: t, head: str = 
 
 def _long_name_used(t: str) -> str:
     # The renamed block-count local is what the override receives (a local that goes
-    # nowhere is no finding, issue 17).
+    # nowhere is no finding).
     return t.replace("override = min_blocks", "override = the_minimum_profiling_blocks")
 
 

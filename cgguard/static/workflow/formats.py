@@ -24,7 +24,6 @@ import bisect
 import os
 
 from cgguard.static.driver.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
-from cgguard.static.workflow.names import one_line, printable_strings
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -140,6 +139,8 @@ class Sources:
 
 def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
     """The document for standard output (or --output-file)."""
+    from cgguard.static.workflow.names import one_line, printable_strings
+
     findings = sorted(run.findings, key=Finding.sort_key)
     if fmt == "text":
         body = "".join(
@@ -169,6 +170,8 @@ def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
 
 
 def _full(f: Finding, sources: Sources) -> str:
+    from cgguard.static.workflow.names import one_line
+
     out = [f"{one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}\n"]
     lines = sources.lines(f.path)
     if lines:
