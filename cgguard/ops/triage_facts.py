@@ -32,7 +32,12 @@ _FRAMES_KEPT = {
     "initialize_kv_cache_tensors",
     "_initialize_kv_caches",
 }
-MAX_FAILURES = 64  # a log that keeps failing: the first ones are the cause
+MAX_FAILURES = 64
+_FAILING_LEVELS = (
+    "ERROR",
+    "CRITICAL",
+    None,
+)  # a log that keeps failing: the first ones are the cause
 
 _VERSION = re.compile(r"Initializing a V1 LLM engine \(v(?P<v>[^)\s]+)\) with config: (?P<cfg>.*)")
 _SERVER_VERSION = re.compile(r"vLLM API server version (?P<v>\S+)")
@@ -215,7 +220,9 @@ def collect(lines: Iterable[LogLine]) -> Facts:
             tb = tracebacks.setdefault(line.process, _Traceback())
             tb.profiling_call_line = line.number
             continue
-        exc = _EXCEPTION.match(text.strip())
+        # vLLM logs some tracebacks as warnings (a step it goes on without): only an
+        # error, or a bare traceback on standard error, is a failure.
+        exc = _EXCEPTION.match(text.strip()) if line.level in _FAILING_LEVELS else None
         oom = bool(_OOM.search(text))
         if (exc or (oom and line.level in ("ERROR", "CRITICAL"))) and len(
             facts.failures

@@ -41,8 +41,8 @@ _LATER = ("profiling_cache_built", "profiling_capture", "profiling_done", "kv_ca
 _SHOWN = 160  # characters of a log line quoted as evidence
 
 SEQS_NEEDED = (
-    "max_num_seqs: vLLM logs it in the 'non-default args: {...}' line when it was set "
-    "(vllm serve), or as 'Defaulting max_num_seqs to N' with VLLM_LOGGING_LEVEL=DEBUG; "
+    "max_num_seqs: vLLM logs it in its 'non-default args: {...}' line when it was set, and as "
+    "'Defaulting max_num_seqs to N' with VLLM_LOGGING_LEVEL=DEBUG when it was not; "
     "or pass --max-num-seqs N"
 )
 COUNT_NEEDED = (
@@ -205,7 +205,7 @@ def decide(
             )
     blocks = override.new if override is not None else None
     if override is not None:
-        ev.append(_cite(override.fact, f"the profiling KV cache: {override.new} blocks"))
+        ev.append(_cite(override.fact, f"the profiling KV cache: {override.new:,} blocks"))
     elif capture is not None and capture > 0 and affected_release(version):
         blocks = per_token_block_count(capture)
     v.numbers.update(

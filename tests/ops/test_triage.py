@@ -194,7 +194,7 @@ def test_json_carries_the_verdict_numbers_and_evidence():
 
 
 def test_values_from_the_command_line_settle_what_the_log_leaves_open():
-    unknown_seqs = next(s for s in SHAPES if s.name.startswith("LLM() at INFO"))
+    unknown_seqs = next(s for s in SHAPES if s.name.startswith("max_num_seqs left at its default"))
     assert verdict_of(unknown_seqs.text).kind == "cannot-tell"
     v = verdict_of(unknown_seqs.text, max_num_seqs=64)
     assert v.kind == THIS_BUG and v.numbers["bound_blocks"] == 64
@@ -250,3 +250,15 @@ def test_no_log_and_a_terminal_is_an_error_not_a_hang():
 def test_log_error_is_raised_by_the_reader_not_a_decode_error():
     with pytest.raises(LogError):
         list(read_lines(io.BytesIO(b"INFO 12-01 09:00:00 [a.py:1] x\n\xff\xfe\n"), "x"))
+
+
+def test_a_configured_override_on_the_real_cache_is_named_and_not_taken_for_the_profiling_one():
+    line = (
+        "(EngineCore_DP0 pid=207) INFO 12-01 09:15:00 [kv_cache_utils.py:2084] "
+        "Overriding num_gpu_blocks=41234 with num_gpu_blocks_override=2000"
+    )
+    v = verdict_of(THIS_BUG_LOG + "\n" + line)
+    assert v.kind == THIS_BUG and v.numbers["profiling_blocks"] == 512
+    [note] = [e for e in v.evidence if "configured override" in e.what]
+    assert note.line == len(THIS_BUG_LOG.splitlines()) + 1
+    assert "num_gpu_blocks_override=2000" in note.what and "41234 blocks fit" in note.what

@@ -60,7 +60,7 @@ Emit = Callable[[str, str, Src, tuple, "str | None"], list[str]]
 # vLLM 0.25.0's strings (checked against its source by the runtime suite).
 V0_25_0 = ReleaseLog(
     version="0.25.0",
-    engine=Src("Initializing a V1 LLM engine (v%s) with config: %s", "v1/engine/core.py", 115),
+    engine=Src("Initializing a V1 LLM engine (v%s) with config: %s", "v1/engine/core.py", 114),
     non_default=Src("non-default args: %s", "entrypoints/serve/utils/api_utils.py", 273),
     block_size=Src(
         "Setting attention block size to %d tokens "
@@ -89,8 +89,10 @@ V0_25_0 = ReleaseLog(
         "v1/worker/gpu_worker.py",
         459,
     ),
-    no_memory="No available memory for the cache blocks. Try increasing "
-    "`gpu_memory_utilization` when initializing the engine.",
+    no_memory="No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+    "when initializing the engine (this flag also controls CPU memory reservation on the CPU "
+    "backend, despite its name). See https://docs.vllm.ai/en/latest/configuration/"
+    "conserving_memory/ for more details.",
     profiling_logs_override=False,
     allocation_call="self.initialize_kv_cache(minimal_config, is_profiling=True)",
 )
@@ -273,6 +275,7 @@ def shapes(emit: Emit, rel: ReleaseLog) -> list[Shape]:
                 "max_num_seqs": 256,
                 "block_size": 2096,
                 "failed_allocation_bytes": int(52.38 * 2**30),
+                "bound_allocation_bytes": int(52.38 * 2**30) * 256 // 512,
             },
         ),
         Shape(
@@ -344,7 +347,7 @@ def shapes(emit: Emit, rel: ReleaseLog) -> list[Shape]:
             NOT_THIS_BUG,
         ),
         Shape(
-            "LLM() at INFO: max_num_seqs not in the log",
+            "max_num_seqs left at its default, INFO logging",
             "\n".join(
                 [*_start(emit, rel, None, 512), *hybrid, *_profiling_count(emit, rel, 512), *oom]
             ),
