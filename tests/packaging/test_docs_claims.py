@@ -98,15 +98,13 @@ def test_estimate_prints_the_readme_table_for_llama_3_8b(tmp_path):
         "torch_dtype": "bfloat16",
     }
     (model / "config.json").write_text(json.dumps(shape))
-    result = run_cgguard(
-        "estimate",
-        str(model),
-        "--max-cudagraph-capture-size",
-        "8192",
-        "--max-num-seqs",
-        "256",
-        cwd=tmp_path,
-    )
+    readme_lines = [b for b in re.findall(r"```sh\n(.*?)\n```", README, re.S) if "estimate" in b]
+    [command] = [
+        line for line in readme_lines[0].replace("\\\n", "").splitlines() if "estimate" in line
+    ]
+    words = shlex.split(command.split("#")[0])
+    assert words[:3] == ["cgguard", "estimate", "~/models/Meta-Llama-3-8B"]
+    result = run_cgguard("estimate", str(model), *words[3:], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert readme_snippet("estimate-table") in result.stdout
 
