@@ -14,12 +14,17 @@ import sys
 import click
 
 from cgguard.ops.estimate_release import ReleaseContext, release_context, runner_check
+from cgguard.ops.hybrid_block import (
+    HybridBlock,
+    ProbeError,
+    count_attention_layers,
+    hybrid_block_size,
+)
 from cgguard.ops.memory import (
     DEFAULT_BLOCK_SIZE,
     KV_CACHE_DTYPES,
     MODEL_DTYPES,
     EstimateError,
-    bytes_per_block,
     kv_heads_per_rank,
     profiling_estimate,
     resolve_kv_dtype,
@@ -87,6 +92,51 @@ def _gpu(gpu_name: str | None, gpu_memory_gib: float | None) -> tuple[float, str
     if gpu_memory_gib is not None:
         return gpu_memory_gib, "the GPU named by --gpu-memory-gib"
     return 0.0, "a GPU not named"
+
+
+def _hybrid_block(
+    ctx: ReleaseContext, model_dir: str, dtype: str, cache_dtype: str, given: int | None
+) -> tuple[str, HybridBlock | None]:
+    """The note on a hybrid model's block size, and the installed vLLM's answer."""
+    log_line = "the N of vLLM's log line 'Setting attention block size to N tokens'"
+    if given is not None:
+        return f"hybrid model: block size {given} from --block-size ({log_line}, say)", None
+    if ctx.package_dir is None:
+        return (
+            "hybrid model: vLLM enlarges the attention block size so one attention page holds a "
+            f"Mamba state (often thousands of tokens), and vLLM {ctx.version} is not installed here "
+            f"to compute it: pass --block-size N, {log_line}",
+            None,
+        )
+    try:
+        probed = hybrid_block_size(model_dir, dtype, cache_dtype)
+    except ProbeError as exc:
+        return (
+            f"hybrid model: block size not computed ({exc}); pass --block-size N, {log_line}",
+            None,
+        )
+    if probed is None:
+        return (
+            f"hybrid model: no vLLM to compute the block size; pass --block-size N, {log_line}",
+            None,
+        )
+    return (
+        f"hybrid model: vLLM uses {probed.block_size}-token blocks so one attention page holds a "
+        "Mamba state; the figures count the attention layers' pages",
+        probed,
+    )
+
+
+def _attention_layers(
+    model_dir: str, probed: HybridBlock | None, all_layers: int
+) -> tuple[int, str | None]:
+    """How many attention layers a hybrid model has: vLLM's count, else the config's."""
+    if probed is not None and probed.attention_layers > 0:
+        return probed.attention_layers, None
+    counted = count_attention_layers(model_dir)
+    if counted:
+        return counted, f"{counted} attention layers, counted in config.json's layer list"
+    return all_layers, f"every one of the {all_layers} layers counted as attention (an upper bound)"
 
 
 def _scheduler_assumptions(
@@ -259,18 +309,30 @@ def estimate(
     assumed.extend(resolved.assumed)
     max_num_seqs = resolved.max_num_seqs
     capture = resolved.capture_size
+    hybrid = shape.hybrid or bool(verdict is not None and verdict.model and verdict.model.is_hybrid)
+    notes: list[str] = []
+    layers = shape.num_layers
+    probed: HybridBlock | None = None
+    if hybrid:
+        hybrid_note, probed = _hybrid_block(ctx, model_dir, kv.name, kv_cache_dtype, block_size)
+        notes.append(hybrid_note)
+        layers, layers_why = _attention_layers(model_dir, probed, shape.num_layers)
+        if layers_why:
+            assumed.append(layers_why)
+        if probed is not None:
+            block_size = probed.block_size
+            assumed.append(
+                f"block size {block_size}: computed by the installed vLLM {ctx.version}'s own code "
+                f"({probed.how}; one Mamba state is {probed.mamba_page_bytes:,} bytes), with "
+                "FlashAttention's kernel block sizes and prefix caching off (vLLM's default for "
+                "hybrid models)"
+            )
     if block_size is None:
         block_size = DEFAULT_BLOCK_SIZE
         assumed.append(
             f"block size {block_size} (vLLM's usual default; some attention backends use more)"
         )
 
-    notes: list[str] = []
-    if shape.hybrid:
-        notes.append(
-            "hybrid model: vLLM enlarges the attention block size to match the recurrent-state pages "
-            "(often thousands of tokens); pass the block size vLLM logs as --block-size for a realistic figure"
-        )
     if shape.has_sliding_window:
         notes.append("sliding-window layers are counted like full-attention layers")
     if shape.mla and tensor_parallel_size > 1:
@@ -285,7 +347,7 @@ def estimate(
         )
 
     per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
-    block_bytes = bytes_per_block(shape, kv, block_size, tensor_parallel_size)
+    block_bytes = layers * block_size * per_layer
     est = profiling_estimate(block_bytes, max_num_seqs, capture)
     # On runner V2 the affected release builds no profiling cache: no cost to print.
     on_v2 = verdict is not None and verdict.runner == "V2" and verdict.taken is False
@@ -319,6 +381,14 @@ def estimate(
             },
             "bytes_per_token_per_layer": per_layer,
             "bytes_per_block": block_bytes,
+            "hybrid": None
+            if not hybrid
+            else {
+                "block_size_computed": probed is not None,
+                "attention_layers": layers,
+                "mamba_page_bytes": probed.mamba_page_bytes if probed else None,
+                "how": probed.how if probed else None,
+            },
             "per_token": None
             if on_v2
             else {"blocks": est.per_token.blocks, "bytes": est.per_token.bytes},
@@ -345,7 +415,7 @@ def estimate(
     lines = [
         f"Model:          {shape.config_path} ({_shape_text(shape, tensor_parallel_size)})",
         f"KV cache dtype: {kv.name} ({kv.source})",
-        f"Per block:      {human_bytes(block_bytes)} ({block_bytes:,} bytes = {shape.num_layers} layers x "
+        f"Per block:      {human_bytes(block_bytes)} ({block_bytes:,} bytes = {layers} {'attention ' if layers != shape.num_layers else ''}layer{'s' if layers != 1 else ''} x "
         f"{block_size} tokens x {per_layer:,} bytes)",
         f"Settings:       vLLM {ctx.version}, max_num_seqs {max_num_seqs}, max_num_batched_tokens "
         f"{resolved.max_num_batched_tokens}, capture size {capture} tokens, block size {block_size}, "

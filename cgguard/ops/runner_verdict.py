@@ -90,7 +90,7 @@ def facts_for(kind: ModelKind, settings: RunSettings, has_triton: bool) -> Facts
 def _kind_text(kind: ModelKind) -> str:
     parts = [", ".join(kind.architectures)]
     if kind.is_moe:
-        parts.append(f"MoE ({kind.num_experts} experts, {kind.experts_field})")
+        parts.append(f"MoE ({kind.experts_field} {kind.num_experts})")
     else:
         parts.append("not MoE (no expert count)")
     if kind.is_hybrid:

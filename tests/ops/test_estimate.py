@@ -244,8 +244,15 @@ def test_hybrid_model_is_flagged(tmp_path):
         "mamba_d_state": 128, "torch_dtype": "bfloat16",
     }
     out = run_json(str(model(tmp_path, hybrid)), "--block-size", "1024")
-    assert out["bytes_per_block"] == 52 * 1024 * (2 * 8 * 128 * 2)
-    assert len(out["notes"]) == 1 and out["notes"][0].startswith("hybrid model")
+    # Only the 5 attention layers ("*" in the pattern) hold K and V.
+    assert out["bytes_per_block"] == 5 * 1024 * (2 * 8 * 128 * 2)
+    assert "5 attention layers, counted in config.json's layer list" in out["assumed"]
+    assert out["notes"] == ["hybrid model: block size 1024 from --block-size (the N of vLLM's log line "
+                            "'Setting attention block size to N tokens', say)"]
+    # Without it, and no affected vLLM installed to compute it: said so.
+    bare = run_json(str(model(tmp_path, hybrid, "bare")))
+    assert bare["settings"]["block_size"] == 16
+    assert "is not installed here to compute it: pass --block-size N" in bare["notes"][0]
     assert run_json(str(model(tmp_path, LLAMA3_8B, "plain")))["notes"] == []
 
 
