@@ -534,12 +534,14 @@ def _ctrl_c_after():
 
 def _fix_in_place(paths, finding_filter, settings):
     """`cgguard fix PATHS`: each file in turn, so that Ctrl-C can say how many were rewritten."""
-    from cgguard.static.driver.run import FileResult, RunResult, fix_paths
-    from cgguard.static.workflow.discovery import Skip, discover
+    from cgguard.static.driver.run import FileResult, RunResult, fix_paths, iter_python_files
+    from cgguard.static.workflow.discovery import Skip
 
     run = RunResult(unsafe_fixes=settings.unsafe_fixes)
     try:
-        for path, error in discover(paths, settings):
+        # Every file is found before any is rewritten: a rewritten file is a new inode, which
+        # discovery would no longer know as one it had met (`fix . ./r.py`).
+        for path, error in list(iter_python_files(paths, settings)):
             if isinstance(error, Skip):
                 run.files.append(FileResult(path, skipped=error.reason))
             elif error is not None:
