@@ -7,6 +7,7 @@ files that could not be checked, nothing checked at all).
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -65,6 +66,13 @@ def _workaround_lines(d: Diagnosis) -> list[str]:
     return lines
 
 
+def _short(path: str, d: Diagnosis) -> str:
+    """A file of the installed vLLM as ``vllm/...`` (the header says where it is)."""
+    if d.source == "installed" and d.location:
+        return os.path.relpath(path, os.path.dirname(d.location))
+    return path
+
+
 def _runner_lines(d: Diagnosis) -> list[str]:
     r = d.runners
     if r is None:
@@ -73,10 +81,12 @@ def _runner_lines(d: Diagnosis) -> list[str]:
         return [f"Runner: cannot tell which models run the affected V1 runner: {r.note}."]
     if r.rule.kind == "env-only":
         return [
-            f"Runner: every model runs the affected V1 runner unless {ENV}=1 ({r.rule.path}:"
+            f"Runner: every model runs the affected V1 runner unless {ENV}=1 ({_short(r.rule.path, d)}:"
             f"{r.rule.env_line}); this vLLM picks no runner V2 by default."
         ]
-    lines = [f"Runner: this vLLM picks the runner per model ({r.rule.path}:{r.rule.env_line}):"]
+    lines = [
+        f"Runner: this vLLM picks the runner per model ({_short(r.rule.path, d)}:{r.rule.env_line}):"
+    ]
     if r.v1_kinds:
         lines.append(f"  affected (V1 runner) by default: {'; '.join(r.v1_kinds)}")
     if r.v2_kinds:

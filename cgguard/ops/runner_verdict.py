@@ -138,12 +138,9 @@ def model_verdict(
     kind = read_model_kind(model_dir, package_dir)
     verdict = PathVerdict(taken=None, runner=None, model=kind)
     verdict.assumed.extend(kind.notes)
+    triton_read = has_triton is None
     if has_triton is None:
         has_triton = triton_present()
-        if has_triton:
-            verdict.assumed.append(
-                "Triton finds its GPU driver (vLLM's HAS_TRITON): triton is installed in this Python"
-            )
     skips = _skip_reasons(settings, workarounds)
     if settings.cudagraph_mode and settings.cudagraph_mode.upper() == "NONE" and not skips:
         verdict.reasons.append(
@@ -152,6 +149,10 @@ def model_verdict(
     try:
         rule = read_runner_rule(package_dir)
         choice = rule.decide(facts_for(kind, settings, has_triton))
+        if triton_read and has_triton and rule.kind == "property":
+            verdict.assumed.append(
+                "Triton finds its GPU driver (vLLM's HAS_TRITON): triton is installed in this Python"
+            )
     except ValueError:
         verdict.reasons.append(
             f"{ENV}={settings.env_use_v2!r} is not an integer: vLLM fails to read it (bool(int(value)))"

@@ -394,3 +394,12 @@ def test_real_cli_registers_estimate(tmp_path):
                        "--format", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["per_token"]["bytes"] == 16 * GiB
+
+
+def test_operators_page_h100_example(tmp_path):
+    from tests.workflow.conftest import readme_snippet
+
+    d = model(tmp_path, {**LLAMA3_8B, "max_position_embeddings": 8192})
+    proc = run_cgguard("estimate", str(d), "--gpu", "H100", "--vllm-version", "0.25.0")
+    assert proc.returncode == 0, proc.stderr
+    assert readme_snippet("estimate-h100", "docs/operators.md") in proc.stdout

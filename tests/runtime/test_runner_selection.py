@@ -142,3 +142,22 @@ def test_doctor_model_verdict_and_exit_code(folders, release_choice):
     assert proc.returncode == 0
     assert "Model: does not take the per-token profiling path:" in proc.stdout
     assert "enforce_eager is set" in proc.stdout
+
+
+def test_operators_page_doctor_model_example(folders):
+    """docs/operators.md shows doctor --model on a MoE config under 0.25.0; each release's
+    own summary line is what the page says of it."""
+    from tests.workflow.conftest import readme_snippet
+
+    proc = subprocess.run([sys.executable, "-m", "cgguard", "doctor", "--model", str(folders["moe"])],
+                          capture_output=True, text=True, env=clean_env(), timeout=600)
+    if VLLM_RELEASE == "0.25.0":
+        assert readme_snippet("doctor-model", "docs/operators.md") in proc.stdout
+        assert proc.returncode == 1
+    elif VLLM_RELEASE == "0.18.0":
+        assert ("Runner: every model runs the affected V1 runner unless VLLM_USE_V2_MODEL_RUNNER=1 "
+                "(vllm/v1/worker/gpu_worker.py:") in proc.stdout
+        assert proc.returncode == 1
+    else:
+        assert "Not affected" in proc.stdout and "Runner:" not in proc.stdout
+        assert proc.returncode == 0
