@@ -320,3 +320,41 @@ def test_path_without_an_importable_vllm_is_not_an_active_guard(tmp_path):
     # The same tree with this Python's vLLM importable: the guard would run.
     with_vllm = run_doctor(*args[1:], "--format", "json", env=env)
     assert json.loads(with_vllm.stdout)["guard"]["active"] is True
+
+
+def test_model_on_a_copy_without_runner_selection_cannot_be_ruled_out(tmp_path, buggy_runner_text):
+    # The fake install has the per-token runner but none of vLLM's config code: doctor
+    # cannot read which runner the model gets, says so, and keeps exit code 1.
+    site = tmp_path / "site"
+    install_fake_vllm(site, "vllm", "0.19.2", buggy_runner_text)
+    model_dir = tmp_path / "llama"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    env = clean_env(PYTHONPATH=str(site))
+    proc = run_doctor("--model", str(model_dir), "--format", "json", env=env)
+    assert proc.returncode == 1, proc.stderr
+    verdict = json.loads(proc.stdout)["model_verdict"]
+    assert verdict["takes_per_token_path"] is None and verdict["runner"] is None
+    assert any("which runner vLLM picks cannot be read" in r for r in verdict["reasons"])
+    text = run_doctor("--model", str(model_dir), env=env).stdout
+    assert "Model: cannot rule out the per-token profiling path:" in text
+    # A setting that skips the step is not confirmed by this copy either: still 1.
+    assert run_doctor("--model", str(model_dir), "--enforce-eager", env=env).returncode == 1
+
+
+def test_model_options_need_model_and_a_bad_config_is_one_line(tmp_path, buggy_runner_text):
+    site = tmp_path / "site"
+    install_fake_vllm(site, "vllm", "0.19.2", buggy_runner_text)
+    env = clean_env(PYTHONPATH=str(site))
+    proc = run_doctor("--enforce-eager", env=env)
+    assert proc.returncode == 2
+    assert proc.stderr == ("cgguard doctor: error: --enforce-eager, --cudagraph-mode and "
+                           "--kv-cache-memory-bytes go with --model DIR\n")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text('{"architectures": "LlamaForCausalLM"}')
+    proc = run_doctor("--model", str(bad), env=env)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"cgguard doctor: error: {bad / 'config.json'}: field 'architectures' must be "
+                           "a list of class names\n")
+    assert "Traceback" not in proc.stdout + proc.stderr

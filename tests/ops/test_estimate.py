@@ -403,3 +403,21 @@ def test_operators_page_h100_example(tmp_path):
     proc = run_cgguard("estimate", str(d), "--gpu", "H100", "--vllm-version", "0.25.0")
     assert proc.returncode == 0, proc.stderr
     assert readme_snippet("estimate-h100", "docs/operators.md") in proc.stdout
+
+
+def test_readme_h100_sentence(tmp_path):
+    """The README's `--gpu H100` sentence: 1x at vLLM 0.18.0's defaults (a release that runs
+    every model on the V1 runner, so a table is printed wherever it runs)."""
+    import re
+
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    d = model(tmp_path, {**LLAMA3_8B, "max_position_embeddings": 8192})
+    proc = run_cgguard("estimate", str(d), "--gpu", "H100", "--vllm-version", "0.18.0")
+    assert proc.returncode == 0, proc.stderr
+    assert "per-token / per-sequence: 1x" in proc.stdout
+    said = re.search(r"`cgguard estimate ~/models/Meta-Llama-3-8B --gpu H100 --vllm-version 0.18.0` prints\s+`([^`]+)`",
+                     readme)
+    if said:
+        assert said.group(1) in proc.stdout

@@ -21,7 +21,7 @@ import pytest
 from cgguard.ops.model_kind import read_model_kind
 from cgguard.ops.runner_source import read_runner_rule
 from cgguard.ops.runner_verdict import RunSettings, facts_for
-from tests.conftest import installed_vllm_dir
+from tests.conftest import REPO, installed_vllm_dir
 from tests.runtime.conftest import RELEASE, TINY_LLAMA, VLLM_RELEASE, clean_env
 
 SMALL = {k: TINY_LLAMA[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
@@ -153,6 +153,8 @@ def test_operators_page_doctor_model_example(folders):
                           capture_output=True, text=True, env=clean_env(), timeout=600)
     if VLLM_RELEASE == "0.25.0":
         assert readme_snippet("doctor-model", "docs/operators.md") in proc.stdout
+        if "<!-- snippet: doctor-model -->" in (REPO / "README.md").read_text(encoding="utf-8"):
+            assert readme_snippet("doctor-model") in proc.stdout  # the README shows the same lines
         assert proc.returncode == 1
     elif VLLM_RELEASE == "0.18.0":
         assert ("Runner: every model runs the affected V1 runner unless VLLM_USE_V2_MODEL_RUNNER=1 "
