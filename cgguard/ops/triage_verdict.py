@@ -235,7 +235,7 @@ def decide(
         ev.append(_cite(failure.fact, f"{what}{place}"))
         if failure.tried_bytes is not None:
             v.numbers["failed_allocation_bytes"] = failure.tried_bytes
-            if blocks and bound and failure.oom and where.startswith("profiling"):
+            if blocks and bound and failure.oom and where == "profiling-allocation":
                 v.numbers["bound_allocation_bytes"] = failure.tried_bytes * bound // blocks
         v = _failed(v, facts, failure, where, blocks, bound, seqs)
     else:
@@ -285,7 +285,7 @@ def _failed(
     # In the profiling allocation (or capturing while it is held).
     fixed = affected_release(version) is False
     per_token_shown = blocks is not None and seqs is not None and blocks > seqs
-    held = "" if where == "profiling-allocation" else " while the profiling cache was held"
+    held = "" if where == "profiling-allocation" else " while capturing graphs with that cache held"
     if fixed:
         v.kind = NOT_THIS_BUG
         v.summary = (

@@ -181,6 +181,8 @@ def test_json_carries_the_verdict_numbers_and_evidence():
     assert proc.returncode == 1
     document = json.loads(proc.stdout)
     assert document["verdict"] == "this-bug" and document["exit_code"] == 1
+    assert set(document) >= {"summary", "numbers", "evidence", "needs", "advice"}
+    assert document["summary"].startswith("This bug") and document["needs"] is None
     assert document["numbers"]["profiling_blocks"] == 512
     assert document["numbers"]["bound_blocks"] == 256
     lines = THIS_BUG_LOG.splitlines()
@@ -262,3 +264,24 @@ def test_a_configured_override_on_the_real_cache_is_named_and_not_taken_for_the_
     [note] = [e for e in v.evidence if "configured override" in e.what]
     assert note.line == len(THIS_BUG_LOG.splitlines()) + 1
     assert "num_gpu_blocks_override=2000" in note.what and "41234 blocks fit" in note.what
+
+
+def test_the_operators_guide_sample_is_what_triage_prints(tmp_path):
+    """docs/operators.md shows triage on the hybrid shape; '...' ends a shortened line."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "operators.md").read_text()
+    section = guide[guide.index("## triage") :]
+    block = section[
+        section.index("```\n$ ") + 4 : section.index("\n```", section.index("```\n$ ") + 4)
+    ]
+    command, *sample = block.splitlines()
+    assert command == "$ cgguard triage engine.log"
+    (tmp_path / "engine.log").write_text(THIS_BUG_LOG)
+    proc = triage("engine.log", cwd=tmp_path)
+    assert proc.returncode == 1
+    printed = proc.stdout.decode().splitlines()
+    assert len(printed) == len(sample), printed
+    for shown, real in zip(sample, printed):
+        if shown.endswith("..."):
+            assert real.startswith(shown[:-3]), (shown, real)
+        else:
+            assert real == shown
