@@ -265,7 +265,7 @@ def test_help_gives_each_command_a_whole_one_line_description():
     assert result.returncode == 0
     commands = result.stdout[result.stdout.index("Commands:\n") + len("Commands:\n"):].splitlines()
     names = [line.split()[0] for line in commands]
-    assert names == ["check", "config", "doctor", "estimate", "fix", "rule"]  # one line each
+    assert names == ["check", "config", "doctor", "estimate", "fix", "rule", "triage"]  # one line each
     for line in commands:
         assert len(line) <= 80 and "..." not in line and line.endswith("."), line
 
