@@ -181,8 +181,7 @@ def fix_tree(root: str, *, unsafe: bool) -> tuple[int, list[FileError]]:
     from cgguard.static.driver.run import fix_paths
     from cgguard.static.workflow.config import Settings
 
-    if not os.path.isdir(root):
-        raise DoctorError(f"{root}: no such directory")
+    _require_folder(root)
     _, findings, _ = _lint([root])
     files = sorted({f.path for f in findings if f.code == AFFECTING_CODE and f.fix is not None})
     if not files:
@@ -199,6 +198,18 @@ def _runner_answers(
     d.runners = runner_summary(package_dir)
     if model_dir is not None:
         d.verdict = model_verdict(package_dir, model_dir, settings or RunSettings(), d.workarounds)
+
+
+def _require_folder(root: str) -> None:
+    """``--path`` names a folder: a vLLM source checkout, a fork or a package folder."""
+    if os.path.isdir(root):
+        return
+    if os.path.exists(root):
+        raise DoctorError(
+            f"{root}: not a directory (--path takes the folder of a vLLM checkout, "
+            "a fork or a plugin)"
+        )
+    raise DoctorError(f"{root}: no such directory")
 
 
 def diagnose_installed(
@@ -246,8 +257,7 @@ def diagnose_path(
     root: str, model_dir: str | None = None, settings: RunSettings | None = None
 ) -> Diagnosis:
     """Diagnose a source checkout (vLLM itself, a fork or a plugin) at ``root``."""
-    if not os.path.isdir(root):
-        raise DoctorError(f"{root}: no such directory")
+    _require_folder(root)
     n, findings, errors = _lint([root])
     diagnosis = Diagnosis(
         source="path",

@@ -269,6 +269,18 @@ def test_path_that_does_not_exist(tmp_path):
     assert result.stdout == ""
 
 
+def test_path_that_is_a_file_is_not_a_directory(tmp_path):
+    runner_file = tmp_path / "gpu_model_runner.py"
+    runner_file.write_text("x = 1\n")
+    for args in (["--path", str(runner_file)], ["--path", str(runner_file), "--fix"]):
+        result = run_cgguard("doctor", *args)
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr == (
+            f"cgguard doctor: error: {runner_file}: not a directory (--path takes the folder "
+            "of a vLLM checkout, a fork or a plugin)\n"
+        ), args
+
+
 def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
     root = tmp_path / "tree"
     (root / "vllm" / "v1" / "worker").mkdir(parents=True)
