@@ -1,11 +1,10 @@
 """A folder named on the command line whose every Python file is excluded says why, and fails.
 
-`cgguard check .venv` once said only "none found, or all excluded" and exited 0:
-the default exclude `site-packages` had removed every file, a false all-clear for
-someone checking a virtual environment's vLLM (and with a script in bin/, it said
-"1 file checked"). Now the run names each pattern,
-where it is written, the option that includes it, and for an installed vLLM
-`cgguard doctor`; exit code 2, since what was asked for was not checked.
+In `cgguard check .venv` the default exclude `site-packages` removes every installed
+package: a bare "none found" (or "1 file checked", for a script in bin/) would be a
+false all-clear for someone checking a virtual environment's vLLM. So the run names
+each pattern, where it is written, the option that includes it, and for an installed
+vLLM `cgguard doctor`; exit code 2, since what was asked for was not checked.
 Real layouts, real config files, real git.
 """
 
