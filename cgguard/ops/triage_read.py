@@ -32,8 +32,12 @@ _WANTED = re.compile(
     rb"|Traceback \(most recent|File \"|OutOfMemory|CPUAllocator|Error|Exception|Exit"
     rb"|EngineCore failed|Engine core initialization|_profiling|\(minimal_config"
 )
-# A line in vLLM's own format (its logger's "LEVEL MM-DD HH:MM:SS [file:N]").
-_VLLM_LINE = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\S* \S*\d\d-\d\d \d\d:\d\d:\d\d")
+# A line in vLLM's own format (its logger's "LEVEL MM-DD HH:MM:SS [file:N]"), or a
+# traceback frame in vLLM's code: a traceback pasted alone is a vLLM log too.
+_VLLM_LINE = re.compile(
+    rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\S* \S*\d\d-\d\d \d\d:\d\d:\d\d"
+    rb"|File \"[^\"\n]*[/\\]vllm[/\\]"
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
 _COMPOSE = re.compile(r"^[\w.-]+\s+\|\s?")
@@ -177,7 +181,7 @@ def read_lines(stream: BinaryIO, name: str) -> Iterator[LogLine]:
     if not vllm_seen:
         raise LogError(
             f"{name}: no line in vLLM's log format (LEVEL MM-DD HH:MM:SS [file.py:N] ...) "
-            f"in {seen_bytes:,} bytes: not a vLLM log"
+            f"and no traceback through vLLM's code in {seen_bytes:,} bytes: not a vLLM log"
         )
 
 

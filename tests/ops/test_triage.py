@@ -285,3 +285,13 @@ def test_the_operators_guide_sample_is_what_triage_prints(tmp_path):
             assert real.startswith(shown[:-3]), (shown, real)
         else:
             assert real == shown
+
+
+def test_a_traceback_pasted_alone_is_read_and_asks_for_the_version():
+    from tests.ops.test_triage_shapes import CUDA_OOM, V0_25_0, profiling_traceback
+
+    proc = triage("-", stdin=profiling_traceback(V0_25_0, CUDA_OOM).encode())
+    assert proc.returncode == 2, proc.stderr
+    out = proc.stdout.decode()
+    assert out.startswith("Cannot tell: the failure is in the profiling KV cache")
+    assert "the vLLM version" in out
