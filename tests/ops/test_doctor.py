@@ -370,3 +370,14 @@ def test_model_options_need_model_and_a_bad_config_is_one_line(tmp_path, buggy_r
     assert proc.stderr == (f"cgguard doctor: error: {bad / 'config.json'}: field 'architectures' must be "
                            "a list of class names\n")
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_a_v2_runner_variable_vllm_cannot_read_is_said(tmp_path, vllm_dir):
+    # vLLM reads VLLM_USE_V2_MODEL_RUNNER as bool(int(value)): "yes" fails there.
+    from cgguard.ops.runner_verdict import RunSettings, model_verdict
+
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    verdict = model_verdict(str(vllm_dir), str(tmp_path), RunSettings(env_use_v2="yes"), None)
+    assert verdict.taken is None and verdict.runner is None
+    assert "VLLM_USE_V2_MODEL_RUNNER='yes' is not an integer: vLLM fails to read it (bool(int(value)))" in verdict.reasons
+    assert model_verdict(str(vllm_dir), str(tmp_path), RunSettings(env_use_v2="0"), None).runner == "V1"
