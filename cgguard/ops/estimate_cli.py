@@ -353,6 +353,8 @@ def estimate(
     on_v2 = verdict is not None and verdict.runner == "V2" and verdict.taken is False
     if verdict is not None:
         assumed.extend(a for a in verdict.assumed if a not in assumed)
+        if verdict.runner is None:
+            notes.extend(verdict.reasons)
 
     if fmt == "json":
         out = {

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from cgguard.ops.doctor import in_affected_releases, release_tuple
 from cgguard.ops.installed import find_installed_vllm
 from cgguard.ops.memory import EstimateError
+from cgguard.ops.model_config import ConfigError
 from cgguard.ops.runner_verdict import PathVerdict, model_verdict, settings_from_env
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
@@ -65,4 +66,7 @@ def runner_check(ctx: ReleaseContext, model_dir: str) -> PathVerdict | None:
     from the environment); None when that release's source is not installed here."""
     if ctx.package_dir is None:
         return None
-    return model_verdict(ctx.package_dir, model_dir, settings_from_env(), None)
+    try:
+        return model_verdict(ctx.package_dir, model_dir, settings_from_env(), None)
+    except ConfigError as exc:  # the estimate itself needs less of config.json
+        return PathVerdict(taken=None, runner=None, reasons=[f"the runner was not read: {exc}"])

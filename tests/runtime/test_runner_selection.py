@@ -163,3 +163,21 @@ def test_operators_page_doctor_model_example(folders):
     else:
         assert "Not affected" in proc.stdout and "Runner:" not in proc.stdout
         assert proc.returncode == 0
+
+
+def test_estimate_says_runner_v2_builds_no_profiling_cache(folders, release_choice):
+    def estimate(**env: str) -> dict:
+        proc = subprocess.run([sys.executable, "-m", "cgguard", "estimate", str(folders["dense"]), "--format", "json"],
+                              capture_output=True, text=True, env=clean_env(**env), timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    out = estimate()
+    if not RELEASE.affected:  # estimate takes 0.25.0's defaults, which are not installed here
+        assert out["runner"] is None and out["per_token"] is not None
+        return
+    v2 = release_choice["dense/None"]
+    assert out["runner"]["runner"] == ("V2" if v2 else "V1")
+    assert (out["per_token"] is None) is v2 and (out["ratio"] is None) is v2
+    v1 = estimate(VLLM_USE_V2_MODEL_RUNNER="0")
+    assert v1["runner"]["runner"] == "V1" and v1["per_token"]["blocks"] == v1["settings"]["capture_size"]
