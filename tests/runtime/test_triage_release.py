@@ -118,6 +118,10 @@ def test_real_profiling_cache_that_fits_is_not_this_bugs_failure(real_log):
     assert v.kind == NOT_THIS_BUG, v.summary
     assert "was built and fit" in v.summary
     assert v.numbers["max_num_seqs"] == DEFAULT_SEQS
+    # Left at its default, max_num_seqs shows only in a DEBUG line.
+    [seqs] = [e for e in v.evidence if e.what.startswith("max_num_seqs")]
+    assert seqs.text.startswith(f"Defaulting max_num_seqs to {DEFAULT_SEQS}")
+    assert " DEBUG " in f" {real_log.splitlines()[seqs.line - 1]}"
     if release_log().profiling_logs_override:
         # The release logs the per-token count of the profiling call itself.
         assert (v.numbers["profiling_blocks"], v.numbers["bound_blocks"]) == (512, DEFAULT_SEQS)
