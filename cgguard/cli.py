@@ -598,8 +598,16 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
             out = result.diff.encode("utf-8", "surrogateescape")
         elif result.changed:
             out = sourcefile.encode(source, new_text)
-    sys.stdout.buffer.write(out)
-    sys.stdout.flush()
+    from cgguard.static.workflow.formats import MACHINE_FORMATS
+
+    if diff and output_file is not None and fmt not in MACHINE_FORMATS:
+        # As for files: the file takes the diff, the report goes to standard error.
+        if not _write_document(output_file, out.decode("utf-8", "surrogateescape")):
+            return 2
+        output_file = None
+    else:
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
     return _report(
         run, fixing=True, fmt=fmt, output_file=output_file, sources=sources, out=sys.stderr
     )

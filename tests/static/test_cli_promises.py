@@ -446,6 +446,15 @@ def test_fix_diff_with_an_output_file_writes_the_diff_there(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "apply", "../fix.patch"], cwd=repo, check=True)
     assert (repo / f"{SAFE_CASE}.py").read_text() == (CASES / f"{SAFE_CASE}.fixed.pycase").read_text()
+    # Standard input alike: the diff in the file, the report on standard error.
+    (repo / f"{SAFE_CASE}.py").write_text((CASES / f"{SAFE_CASE}.pycase").read_text())
+    piped = run_cgguard("fix", "--isolated", "--diff", "-o", "../stdin.patch", "-",
+                        "--stdin-filename", f"{SAFE_CASE}.py", cwd=repo,
+                        input=(CASES / f"{SAFE_CASE}.pycase").read_text())
+    assert (piped.returncode, piped.stdout) == (1, ""), piped.stderr
+    assert piped.stderr.startswith("Would fix 1 finding.")
+    assert (tmp_path / "stdin.patch").read_text().startswith(f"--- a/{SAFE_CASE}.py\n")
+    (repo / f"{SAFE_CASE}.py").write_text((CASES / f"{SAFE_CASE}.fixed.pycase").read_text())
     # A machine report keeps the file, and the diff keeps standard output.
     result = run_cgguard("fix", "--isolated", "--diff", "--format", "json", "-o", "../r.json", ".",
                          cwd=repo)
