@@ -171,7 +171,7 @@ def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
 # ---- syntax errors: which files are parsed ------------------------------------------------
 
 
-def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_readme_says(tmp_path):
+def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_page_says(tmp_path):
     _write(tmp_path, {
         "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
         "plain.py": "def f(:\n",
