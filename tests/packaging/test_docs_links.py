@@ -133,3 +133,45 @@ def test_a_snippet_shown_on_several_pages_is_the_same_on_each():
     assert {"pre-commit", "github-actions"} <= {n for n, pages in copies.items() if len(pages) > 1}
     for name, pages in copies.items():
         assert len(set(pages.values())) == 1, f"snippet {name!r} differs between {sorted(pages)}"
+
+
+_CITATION = re.compile(r"docs/([\w-]+\.md)(?:,\s*\"([^\"\n]+)\")?")
+
+
+def _code_files() -> list[Path]:
+    """The repository's code, scripts and tests: where a comment may cite a docs page."""
+    files = []
+    for folder in ("cgguard", "scripts", "tests", "benchmarks", ".ci"):
+        for path in sorted((REPO / folder).rglob("*")):
+            skipped = ".work" in path.parts or "__pycache__" in path.parts
+            if (
+                path.is_file()
+                and not skipped
+                and path.suffix in {".py", ".yml", ".yaml", ".toml", ""}
+            ):
+                files.append(path)
+    return files
+
+
+def test_code_that_cites_a_docs_page_names_a_page_and_heading_that_exist():
+    cited = 0
+    for path in _code_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        for page, heading in _CITATION.findall(text):
+            where = f"{path.relative_to(REPO)} cites docs/{page}"
+            if path.name == "test_docs_links.py":  # this file's own examples
+                continue
+            assert (REPO / "docs" / page).is_file(), f"{where}, which does not exist"
+            if heading:
+                cited += 1
+                headings = {
+                    slug(h)
+                    for h in _HEADING.findall(
+                        _outside_fences((REPO / "docs" / page).read_text(encoding="utf-8"))
+                    )
+                }
+                assert slug(heading) in headings, f'{where}, "{heading}": no such heading'
+    assert cited, "no code cites a docs heading: the test would prove nothing"
