@@ -52,3 +52,58 @@ def test_a_file_with_many_findings_is_fixed_in_linear_time(tmp_path):
     assert target.read_text() == source
     result = cgguard("fix", str(target), timeout=180)
     assert result.returncode == 0 and "Fixed 3000 findings." in result.stdout
+
+
+# ---- cost grows linearly with the findings and with the file ------------------------------
+
+_FINDING_FUNCTION = (
+    "def plugin_profiling_blocks_{i}(vllm_config):\n"
+    "    compilation_config = vllm_config.compilation_config\n"
+    "    num_blocks = compilation_config.max_cudagraph_capture_size or 16\n"
+    "    return num_blocks\n\n\n"
+)
+
+
+def _cost(*args: str) -> tuple[float, int]:
+    """(CPU seconds, peak memory in KiB) of one `cgguard ARGS` run, measured by a fresh
+    parent that runs nothing else (so the peak is that run's own)."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, resource, subprocess, sys\n"
+        "proc = subprocess.run([sys.executable, '-m', 'cgguard', *sys.argv[1:]], capture_output=True)\n"
+        "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(json.dumps([proc.returncode, use.ru_utime + use.ru_stime, use.ru_maxrss]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    code, cpu, peak = json.loads(out)
+    assert code in (0, 1), (args, code)
+    return cpu, peak
+
+
+def test_check_and_diff_cost_grows_linearly_with_the_findings_in_one_file(tmp_path):
+    # 4 times the findings: linear work costs at most about 4 times as much (less, with the
+    # start-up), quadratic work 16 times. CPU time, not wall time: other work on the
+    # machine does not count.
+    costs = {}
+    for n in (250, 1_000):
+        target = tmp_path / f"generated_{n}.py"
+        target.write_text("".join(_FINDING_FUNCTION.format(i=i) for i in range(n)))
+        costs[n] = {command: _cost(*command.split(), str(target)) for command in ("check", "fix --diff")}
+    for command in ("check", "fix --diff"):
+        (cpu_small, rss_small), (cpu_large, rss_large) = costs[250][command], costs[1_000][command]
+        assert cpu_large < 6 * cpu_small, (command, costs)
+        assert rss_large < 6 * rss_small, (command, costs)
+
+
+def test_memory_grows_linearly_with_a_big_file_holding_one_finding(tmp_path):
+    peaks = {}
+    for lines in (25_000, 100_000):
+        target = tmp_path / f"big_{lines}.py"
+        target.write_text("".join(f"x_{i} = {i}\nif x_{i}:\n    y = x_{i} + 1\n\n" for i in range(lines // 4))
+                          + _FINDING_FUNCTION.format(i=0))
+        peaks[lines] = _cost("check", str(target))[1]
+    assert peaks[100_000] < 6 * peaks[25_000], peaks  # 4 times the lines; quadratic: 16 times
