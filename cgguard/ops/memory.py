@@ -29,19 +29,12 @@ MLA_PACKED_KV_BYTES = {"fp8_ds_mla": 656, "nvfp4_ds_mla": 352}
 KV_CACHE_DTYPES = ("auto", "bfloat16", "float16", *FP8_KV_CACHE_DTYPES, *MLA_PACKED_KV_BYTES)
 MODEL_DTYPES = ("auto", "bfloat16", "float16", "half", "float32", "float")
 
-# vLLM's defaults on GPU: max_num_seqs 256; with no capture size given vLLM takes
-# min(2 x max_num_seqs, 512) tokens (1024 on Blackwell, vllm/config/vllm.py).
-DEFAULT_MAX_NUM_SEQS = 256
+# vLLM's default KV cache block size, in tokens (its CacheConfig.DEFAULT_BLOCK_SIZE).
 DEFAULT_BLOCK_SIZE = 16
-DEFAULT_CAPTURE_CEILING = 512
 
 
 class EstimateError(Exception):
     """Options that do not fit the model: one line for the user."""
-
-
-def default_capture_size(max_num_seqs: int) -> int:
-    return min(2 * max_num_seqs, DEFAULT_CAPTURE_CEILING)
 
 
 @dataclass(frozen=True)
