@@ -163,7 +163,8 @@ def _has_sliding_window(fields: _Fields) -> bool:
 
 
 # Fields only hybrid (Mamba / linear-attention) configs carry. vLLM enlarges such a
-# model's attention block size to match the recurrent-state pages (field notes, 4).
+# model's attention block size to match the recurrent-state pages (docs/vllm.md,
+# "Memory arithmetic").
 HYBRID_FIELDS = (
     "mamba_d_state",
     "ssm_state_size",
