@@ -76,7 +76,7 @@ def build_config_for_blocks(runner: Any, config: Any, blocks: int) -> Any:
 
     Offsets and strides depend on the block count, so a smaller cache cannot be
     had by shrinking a finished configuration (its views would be invalid: docs/vllm.md,
-    "Running vLLM without a GPU").
+    "Plugins").
     This is what upstream's fixed ``_init_minimal_kv_cache_for_profiling`` does:
     set ``num_gpu_blocks_override``, build from the same groups with
     ``available_memory=0``, restore the override.
