@@ -285,6 +285,8 @@ def test_bad_config_names_the_field_and_exits_2(tmp_path, config, message):
         (["--max-cudagraph-capture-size", "512", "--cudagraph-capture-sizes", "1,2"], "not both"),
         (["--cudagraph-capture-sizes", "1,x"], "--cudagraph-capture-sizes: 'x' is not a positive integer"),
         (["--cudagraph-capture-sizes", ","], "--cudagraph-capture-sizes: ',' has an empty entry"),
+        (["--vllm-version", "0.32.0"], "--vllm-version 0.32.0: not one of the affected releases (0.18.0 to 0.25.x)"),
+        (["--gpu", "H100", "--gpu-memory-gib", "80"], "give --gpu or --gpu-memory-gib, not both"),
     ],
 )
 def test_bad_options_exit_2(tmp_path, args, message):

@@ -137,11 +137,28 @@ def test_doctor_model_verdict_and_exit_code(folders, release_choice):
         assert verdict["takes_per_token_path"] is (not v2)
         assert proc.returncode == (0 if v2 else 1)
     # A setting the worker's code skips the profiling step for: no path, whatever the runner.
-    proc = subprocess.run([sys.executable, "-m", "cgguard", "doctor", "--model", str(folders["hybrid"]),
-                           "--enforce-eager"], capture_output=True, text=True, env=clean_env(), timeout=600)
+    def hybrid(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "cgguard", "doctor", "--model", str(folders["hybrid"]), *flags],
+                              capture_output=True, text=True, env=clean_env(), timeout=600)
+
+    proc = hybrid("--enforce-eager")
     assert proc.returncode == 0
     assert "Model: does not take the per-token profiling path:" in proc.stdout
     assert "enforce_eager is set" in proc.stdout
+    assert hybrid("--kv-cache-memory-bytes", "1000000000").returncode == 0
+    # 0.25.0's worker skips the step for cudagraph_mode NONE; 0.18.0's does not test it.
+    no_graphs = hybrid("--cudagraph-mode", "NONE")
+    assert no_graphs.returncode == (0 if VLLM_RELEASE == "0.25.0" else 1)
+    # An architecture the release's registry does not list: the path cannot be ruled out.
+    unlisted = folders["dense"].parent / "unlisted"
+    unlisted.mkdir(exist_ok=True)
+    (unlisted / "config.json").write_text(json.dumps({**CONFIGS["dense"], "architectures": ["NoSuchForCausalLM"]}))
+    proc = subprocess.run([sys.executable, "-m", "cgguard", "doctor", "--model", str(unlisted), "--format", "json"],
+                          capture_output=True, text=True, env=clean_env(), timeout=600)
+    verdict = json.loads(proc.stdout)["model_verdict"]
+    assert any("registry does not list NoSuchForCausalLM" in a for a in verdict["assumed"])
+    if VLLM_RELEASE == "0.25.0":  # its rule asks whether the model is hybrid
+        assert verdict["takes_per_token_path"] is None and proc.returncode == 1
 
 
 def test_operators_page_doctor_model_example(folders):
