@@ -1,7 +1,8 @@
 """`cgguard doctor`: is the installed vLLM (or a source tree) affected, and what to do.
 
-Exit codes: 0 not affected, 1 affected, 2 no answer (no vLLM found, bad path,
-files that could not be checked, nothing checked at all).
+Exit codes: 0 not affected, 1 affected (with --model: the model takes the
+per-token path, or it cannot be ruled out), 2 no answer (no vLLM found, bad path,
+files that could not be checked, nothing checked at all, a bad config.json).
 """
 
 from __future__ import annotations
@@ -226,8 +227,10 @@ def doctor(
 
     Finds vLLM through package metadata (never imports it), checks the source
     files it installed, and reports where the bug sits, whether the cgguard
-    runtime guard is active, and what to do. Exit code 1 when affected, 2 when
-    there is no answer.
+    runtime guard is active, and what to do. It reads which models the release
+    runs on the affected V1 runner; --model DIR says whether that model takes the
+    per-token path. Exit code 1 when affected (with --model: when the model takes
+    the path, or it cannot be ruled out), 2 when there is no answer.
     """
     try:
         if path is not None and sites:
