@@ -24,13 +24,14 @@ import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from cgguard.ops.triage_advice import cost_rank
 from cgguard.ops.triage_verdict import CANNOT_TELL, COUNT_NEEDED, NOT_THIS_BUG, THIS_BUG
 from cgguard.ops.workarounds import find_workarounds
-from tests.conftest import installed_vllm_dir
+from tests.conftest import REPO, installed_vllm_dir
 from tests.ops.test_triage_shapes import V0_25_0, ReleaseLog, Src, shapes, verdict_of
 from tests.runtime.conftest import RELEASE, VLLM_RELEASE, clean_env, write_tiny_llama
 
@@ -179,8 +180,7 @@ def test_real_failure_in_the_releases_own_profiling_allocation(real_log, tmp_pat
 LOG_METHODS = {"debug", "info", "warning", "error", "exception", "info_once", "warning_once"}
 
 
-def _sources(phrase: str) -> list[tuple[str, ast.Module]]:
-    root = installed_vllm_dir()
+def _sources(phrase: str, root: Path) -> list[tuple[str, ast.Module]]:
     found = []
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -197,11 +197,15 @@ def _text_of(node: ast.AST, values: str = "20.00") -> str | None:
     return None
 
 
-def logger_call(phrase: str, *, needs_percent: bool = False, avoid: str = "[XPU]") -> Src:
+def logger_call(
+    phrase: str, *, needs_percent: bool = False, avoid: str = "[XPU]", root: Path | None = None
+) -> Src:
     """The release's logger call whose message holds ``phrase`` (the shortest such
-    message, where there are several: the plain form of the line)."""
+    message, where there are several: the plain form of the line), read from the
+    release at ``root`` (the installed one by default)."""
+    root = root or installed_vllm_dir()
     found: list[Src] = []
-    for rel, tree in _sources(phrase):
+    for rel, tree in _sources(phrase, root):
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
@@ -212,7 +216,7 @@ def logger_call(phrase: str, *, needs_percent: bool = False, avoid: str = "[XPU]
                 fmt = _assigned_text(tree, node.args[0].id, phrase)
             if fmt and phrase in fmt and avoid not in fmt and ("%" in fmt or not needs_percent):
                 found.append(Src(fmt, rel, node.lineno))
-    assert found, f"vLLM {VLLM_RELEASE} has no logger call saying {phrase!r}"
+    assert found, f"vLLM at {root} has no logger call saying {phrase!r}"
     return min(found, key=lambda src: len(src.fmt))
 
 
@@ -228,24 +232,30 @@ def _assigned_text(tree: ast.Module, name: str, phrase: str) -> str | None:
     return None
 
 
-def _string_holding(phrase: str) -> str:
-    for _, tree in _sources(phrase):
+def _string_holding(phrase: str, root: Path) -> str:
+    for _, tree in _sources(phrase, root):
         for node in ast.walk(tree):
             text = _text_of(node, "X")
             if text and phrase in text:
                 return text
-    raise AssertionError(f"vLLM {VLLM_RELEASE} has no string saying {phrase!r}")
+    raise AssertionError(f"vLLM at {root} has no string saying {phrase!r}")
 
 
-def _functions(rel: str) -> dict[str, ast.FunctionDef]:
-    tree = ast.parse((installed_vllm_dir() / rel).read_text(encoding="utf-8"))
+def _functions(rel: str, root: Path) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse((root / rel).read_text(encoding="utf-8"))
     return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
 
 
-def release_log() -> ReleaseLog:
-    """This release's start-up logging, read from its installed source."""
-    override = logger_call("Overriding num_gpu_blocks=")
-    kv_utils = _functions(override.file)
+def release_log(root: Path | None = None, version: str = VLLM_RELEASE) -> ReleaseLog:
+    """A release's start-up logging, read from its source at ``root`` (by default
+    the installed release's)."""
+    root = root or installed_vllm_dir()
+
+    def said(phrase: str, **options) -> Src:
+        return logger_call(phrase, root=root, **options)
+
+    override = said("Overriding num_gpu_blocks=")
+    kv_utils = _functions(override.file, root)
     enclosing = next(
         f.name
         for f in kv_utils.values()
@@ -255,9 +265,9 @@ def release_log() -> ReleaseLog:
             for g in kv_utils.values()
         )
     )
-    runner = _functions("v1/worker/gpu_model_runner.py")
+    runner = _functions("v1/worker/gpu_model_runner.py", root)
     allocation = runner["_init_minimal_kv_cache_for_profiling"]
-    source = (installed_vllm_dir() / "v1/worker/gpu_model_runner.py").read_text().splitlines()
+    source = (root / "v1/worker/gpu_model_runner.py").read_text().splitlines()
     [call] = [
         n
         for n in ast.walk(allocation)
@@ -267,24 +277,22 @@ def release_log() -> ReleaseLog:
     ]
     frame_lines = {name: f.lineno for name, f in runner.items()}
     frame_lines.update(
-        {name: f.lineno for name, f in _functions("v1/worker/gpu_worker.py").items()}
+        {name: f.lineno for name, f in _functions("v1/worker/gpu_worker.py", root).items()}
     )
     frame_lines["_init_minimal_kv_cache_for_profiling"] = call.lineno
     return ReleaseLog(
-        version=VLLM_RELEASE,
-        engine=logger_call("Initializing a V1 LLM engine"),
-        non_default=logger_call("non-default args"),
-        block_size=logger_call("to ensure that attention page size is >= mamba page size"),
+        version=version,
+        engine=said("Initializing a V1 LLM engine"),
+        non_default=said("non-default args"),
+        block_size=said("to ensure that attention page size is >= mamba page size"),
         override=override,
-        profiling=logger_call("Profiling CUDA graph memory"),
-        estimate=logger_call("Estimated CUDA graph memory", needs_percent=True),
-        available=logger_call("Available KV cache memory"),
-        failed=logger_call("EngineCore failed to start"),
-        ready=logger_call(
-            "init engine (profile, create kv cache, warmup model) took", needs_percent=True
-        ),
-        skipped=logger_call("skipped memory profiling"),
-        no_memory=_string_holding("No available memory for the cache blocks"),
+        profiling=said("Profiling CUDA graph memory"),
+        estimate=said("Estimated CUDA graph memory", needs_percent=True),
+        available=said("Available KV cache memory"),
+        failed=said("EngineCore failed to start"),
+        ready=said("init engine (profile, create kv cache, warmup model) took", needs_percent=True),
+        skipped=said("skipped memory profiling"),
+        no_memory=_string_holding("No available memory for the cache blocks", root),
         # The profiling call asks get_kv_cache_config_from_groups for its config; the
         # releases that log the count there do it in may_override_num_blocks.
         profiling_logs_override=enclosing == "may_override_num_blocks",
@@ -329,10 +337,19 @@ def vllm_emit():
     return emit
 
 
+def _vllm_0_25_0_source() -> Path:
+    """vLLM 0.25.0's package folder: the installed one in its environment, else the one
+    in the repository's .venv-vllm-0.25.0 (scripts/test builds it before any suite)."""
+    if V0_25_0.version == VLLM_RELEASE:
+        return installed_vllm_dir()
+    found = sorted((REPO / ".venv-vllm-0.25.0").glob("lib/python3*/site-packages/vllm"))
+    assert found, "vLLM 0.25.0's environment is missing: run scripts/vllm-envs 0.25.0"
+    return found[-1]
+
+
 def test_the_unit_tests_strings_are_vllm_0_25_0s():
-    if V0_25_0.version != VLLM_RELEASE:
-        pytest.skip(f"the unit tests copy 0.25.0's strings; this is {VLLM_RELEASE}")
-    ours, theirs = V0_25_0, release_log()
+    """tests/ops copies 0.25.0's logger strings; they must be the release's own."""
+    ours, theirs = V0_25_0, release_log(_vllm_0_25_0_source(), V0_25_0.version)
     for name in (
         "engine",
         "non_default",
