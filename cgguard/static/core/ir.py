@@ -1,0 +1,434 @@
+"""The intermediate form of Python code that the data-flow core reads, and nothing else.
+
+Two front ends lower a file to it: Python's ``ast`` (:mod:`cgguard.static.core.pyast`, for
+checking) and libcst (for fixes, Fixit and the codemod). The core never sees either tree, so
+both must produce the same form for the same text. :func:`dump` gives a node's structure
+without its spans; a test compares both front ends' dumps over every case and vLLM file.
+
+What a front end must produce
+-----------------------------
+- A :class:`Module` per file: the file's statements in order, each lowered below.
+- **Spans.** Every node carries a :class:`Span`: 1-based lines, 0-based columns counted in
+  characters (not bytes), end column exclusive: the same as libcst's ``PositionProvider``.
+  Parentheses around an expression are not part of its span (also for a parenthesised tuple).
+  A statement's span covers the whole statement; a compound one's covers its body too, and
+  starts at its keyword (``def``/``class`` after any decorators, ``async`` where present).
+- **Statements.** ``a = b = v`` is one :class:`Assign` with two targets; ``a: T = v`` is an
+  :class:`Assign` with one target (without a value it is :class:`Other`); ``a += v`` is an
+  :class:`AugAssign`. ``elif`` is an :class:`If` inside the ``orelse`` of the first.
+  ``async for`` / ``async with`` / ``async def`` set ``is_async``. ``try``/``except*``: a
+  :class:`Try`. ``match``: a :class:`Match`, one :class:`Case` per arm (patterns not lowered).
+  ``import`` / ``from ... import``: :class:`Import`, one per statement. ``global``, ``nonlocal``,
+  ``pass``, ``break``, ``continue``, ``del``, ``assert``, ``raise``, a bare annotation, and
+  ``type X = ...``: :class:`Other` holding the expressions they contain, in source order.
+- **Expressions.** Names, attributes, subscripts (a slice ``a:b:c`` is an :class:`Opaque`
+  with kind ``"slice"`` and its three parts, absent ones left out), calls with
+  :class:`Arg` s (``star`` is ``""``, ``"*"`` or ``"**"``; ``keyword`` the keyword's name),
+  constants (``str``/``bytes`` with their value after concatenation of adjacent literals,
+  ``int``/``float``/``complex``, ``True``/``False``/``None``, ``...``), binary, unary and
+  boolean operators (Python's operator text: ``"+"``, ``"not"``, ``"and"``), comparisons
+  (operators ``"<"``, ``"is not"``, ``"not in"``...), conditional expressions, tuples, lists,
+  sets and dicts (``**m`` in a dict: a key of None), ``*x`` in a display or target
+  (:class:`Starred`), ``x := v`` (:class:`NamedExpr`), lambdas, comprehensions
+  (:class:`Comprehension`), ``await``/``yield``/``yield from`` (:class:`Opaque`, kinds
+  ``"await"``, ``"yield"``, ``"yield from"``), f-strings (:class:`Opaque` kind ``"fstring"``
+  with its formatted values' expressions, in order).
+- **Functions and classes.** :class:`FunctionDef` with its :class:`Param` s in source order
+  (kinds ``posonly``, ``pos``, ``vararg``, ``kwonly``, ``kwarg``) and decorators;
+  :class:`ClassDef` with its bases and keywords as :class:`Arg` s.
+- Docstrings and other string statements are an :class:`ExprStmt` of a :class:`Const`:
+  what a string holds is never lowered as code. Comments are not in the form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass
+from typing import TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a node is: lines 1-based, columns 0-based in characters, end column exclusive."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+# ---- expressions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Name:
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Const:
+    value: object  # str, bytes, int, float, complex, bool, None or Ellipsis
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Attribute:
+    value: Expr
+    attr: str
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Subscript:
+    value: Expr
+    index: Expr  # ``a[i, j]``: a Tuple; ``a[1:2]``: an Opaque of kind "slice"
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Arg:
+    """One argument of a call (or a class's base or keyword)."""
+
+    value: Expr
+    keyword: str | None  # ``f(x=1)``: "x"
+    star: str  # "", "*" or "**"
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Call:
+    func: Expr
+    args: tuple[Arg, ...]  # in source order
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class BinOp:
+    op: str  # "+", "-", "*", "@", "/", "//", "%", "**", "<<", ">>", "|", "^", "&"
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class UnaryOp:
+    op: str  # "-", "+", "~", "not"
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class BoolOp:
+    op: str  # "and" or "or"; ``a or b or c`` is one BoolOp of three values
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Compare:
+    left: Expr
+    ops: tuple[str, ...]  # "==", "!=", "<", "<=", ">", ">=", "is", "is not", "in", "not in"
+    comparators: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class IfExp:
+    test: Expr
+    body: Expr
+    orelse: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Seq:
+    """A tuple, list or set display (also as an assignment target)."""
+
+    kind: str  # "tuple", "list" or "set"
+    elts: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Dict:
+    keys: tuple[Expr | None, ...]  # None: ``**values[i]`` splatted into the dict
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Starred:
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class NamedExpr:
+    target: Name
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Lambda:
+    params: tuple[Param, ...]
+    body: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class CompFor:
+    target: Expr
+    iter: Expr
+    ifs: tuple[Expr, ...]
+    is_async: bool
+    span: Span  # from ``for`` (or ``async``) to the end of its last ``if``
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Comprehension:
+    kind: str  # "list", "set", "dict" or "generator"
+    elt: Expr  # a dict comprehension's value
+    key: Expr | None  # a dict comprehension's key
+    generators: tuple[CompFor, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Opaque:
+    """An expression the core only looks into: its parts, in source order."""
+
+    kind: str  # "slice", "fstring", "await", "yield", "yield from"
+    parts: tuple[Expr, ...]
+    span: Span
+
+
+Expr: TypeAlias = (
+    Name
+    | Const
+    | Attribute
+    | Subscript
+    | Call
+    | BinOp
+    | UnaryOp
+    | BoolOp
+    | Compare
+    | IfExp
+    | Seq
+    | Dict
+    | Starred
+    | NamedExpr
+    | Lambda
+    | Comprehension
+    | Opaque
+)
+
+# ---- statements -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Param:
+    name: str
+    kind: str  # "posonly", "pos", "vararg", "kwonly", "kwarg"
+    default: Expr | None
+    annotation: Expr | None
+    span: Span  # the parameter's name (with its annotation and default)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Assign:
+    targets: tuple[Expr, ...]  # ``a = b = v``: (a, b), left to right
+    value: Expr
+    annotation: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class AugAssign:
+    target: Expr
+    op: str  # the binary operator without "=": "+", "*"...
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class ExprStmt:
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Return:
+    value: Expr | None
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class If:
+    test: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]  # ``elif``: one If here
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class While:
+    test: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class For:
+    target: Expr
+    iter: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    is_async: bool
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class WithItem:
+    context: Expr
+    target: Expr | None
+    span: Span  # the context expression through its target
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class With:
+    items: tuple[WithItem, ...]
+    body: tuple[Stmt, ...]
+    is_async: bool
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Handler:
+    type: Expr | None
+    name: str | None
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Try:
+    body: tuple[Stmt, ...]
+    handlers: tuple[Handler, ...]
+    orelse: tuple[Stmt, ...]
+    finalbody: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Case:
+    guard: Expr | None
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Match:
+    subject: Expr
+    cases: tuple[Case, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class FunctionDef:
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    decorators: tuple[Expr, ...]
+    returns: Expr | None
+    is_async: bool
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class ClassDef:
+    name: str
+    bases: tuple[Arg, ...]  # positional bases, then ``metaclass=`` and other keywords
+    body: tuple[Stmt, ...]
+    decorators: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Alias:
+    name: str  # ``import a.b``: "a.b"; ``from m import x``: "x"; ``*`` for a star import
+    asname: str | None
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Import:
+    module: str | None  # ``from m import x``: "m"; ``from . import x``: None; ``import a``: None
+    names: tuple[Alias, ...]
+    level: int  # leading dots of a relative ``from`` import; 0 otherwise
+    is_from: bool
+    span: Span
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Other:
+    """A statement that assigns nothing the core follows: its expressions, in source order."""
+
+    kind: str  # "pass", "break", "continue", "del", "assert", "raise", "global", ...
+    exprs: tuple[Expr, ...]
+    span: Span
+
+
+Stmt: TypeAlias = (
+    Assign
+    | AugAssign
+    | ExprStmt
+    | Return
+    | If
+    | While
+    | For
+    | With
+    | Try
+    | Match
+    | FunctionDef
+    | ClassDef
+    | Import
+    | Other
+)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Module:
+    body: tuple[Stmt, ...]
+    span: Span
+
+
+Node: TypeAlias = Expr | Stmt | Module | Arg | Param | CompFor | WithItem | Handler | Case | Alias
+
+
+def dump(node: object) -> object:
+    """``node``'s structure without spans, as nested tuples: equal for equal code."""
+    if isinstance(node, tuple):
+        return tuple(dump(item) for item in node)
+    if isinstance(node, Span) or not is_dataclass(node):
+        return node
+    parts: list[object] = [type(node).__name__]
+    parts.extend((f.name, dump(getattr(node, f.name))) for f in fields(node) if f.name != "span")
+    return tuple(parts)
+
+
+def children(node: object) -> tuple[object, ...]:
+    """The nodes directly inside ``node``, in field order (statement bodies included)."""
+    if not is_dataclass(node):
+        return ()
+    found: list[object] = []
+    for f in fields(node):
+        if f.name == "span":
+            continue
+        value = getattr(node, f.name)
+        if isinstance(value, tuple):
+            found.extend(v for v in value if is_dataclass(v))
+        elif is_dataclass(value) and not isinstance(value, Span):
+            found.append(value)
+    return tuple(found)
