@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from cgguard.static.core import ir
 
@@ -72,18 +72,24 @@ _SMALL_KINDS = {
 }
 
 
-def lower_module(module: cst.Module, positions: Positions | None = None) -> ir.Module:
-    """``module`` in the intermediate form; ``positions``: its ``PositionProvider`` map
-    (resolved here when not given)."""
+def lower_module(
+    module: cst.Module, positions: Positions | None = None, text: str | None = None
+) -> ir.Module:
+    """``module`` in the intermediate form. ``positions``: its ``PositionProvider`` map, and
+    ``text``: its code (each computed here when not given)."""
     if positions is None:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return _Lowering(positions).module(module)
+    lowered = _Lowering(positions).statements(module.body)
+    # The first line through the end of the last line's code (its line break left out).
+    lines = (module.code if text is None else text).splitlines()
+    last = len(lines) or 1
+    return ir.Module(lowered, ir.Span(1, 0, last, len(lines[-1]) if lines else 0))
 
 
 def parse_and_lower(text: str) -> ir.Module:
     """``text`` parsed by libcst and lowered (for tests and tools; the adapters hand over
     the module they have)."""
-    return lower_module(cst.parse_module(text))
+    return lower_module(cst.parse_module(text), text=text)
 
 
 class _Lowering:
@@ -101,9 +107,6 @@ class _Lowering:
         return ir.Span(a.start.line, a.start.column, b.end.line, b.end.column)
 
     # ---- module and statements ------------------------------------------------------
-
-    def module(self, module: cst.Module) -> ir.Module:
-        return ir.Module(self.statements(module.body), self.span(module))
 
     def statements(self, body: Sequence[cst.CSTNode]) -> tuple[ir.Stmt, ...]:
         out: list[ir.Stmt] = []
@@ -164,7 +167,7 @@ class _Lowering:
             parts = [p for p in (stmt.exc, stmt.cause.item if stmt.cause else None) if p]
             return "raise", tuple(self.expr(p) for p in parts)
         if isinstance(stmt, cst.TypeAlias):
-            return "type", (self.expr(stmt.name), self.expr(stmt.value))
+            return "typealias", (self.expr(stmt.name), self.expr(stmt.value))
         raise TypeError(f"unknown statement {type(stmt).__name__}")
 
     def alias(self, alias: cst.ImportAlias) -> ir.Alias:
@@ -263,11 +266,13 @@ class _Lowering:
         return tuple(out)
 
     def param(self, param: cst.Param, kind: str) -> ir.Param:
-        # Python's tree: the name through its annotation, without ``*`` and the default.
+        # The name through its annotation and default (without ``*`` or ``**``).
         annotation = None if param.annotation is None else self.expr(param.annotation.annotation)
-        last = param.name if annotation is None else param.annotation.annotation  # type: ignore[union-attr]
         default = None if param.default is None else self.expr(param.default)
-        return ir.Param(param.name.value, kind, default, annotation, self.between(param.name, last))
+        start = self.positions[param.name].start
+        end = default.span if default else annotation.span if annotation else self.span(param.name)
+        span = ir.Span(start.line, start.column, end.end_line, end.end_col)
+        return ir.Param(param.name.value, kind, default, annotation, span)
 
     def arg(self, arg: cst.Arg) -> ir.Arg:
         value = self.expr(arg.value)
@@ -426,7 +431,17 @@ class _Lowering:
     def comp_for(self, comp: cst.CompFor) -> ir.CompFor:
         target, iter_ = self.expr(comp.target), self.expr(comp.iter)
         ifs = tuple(self.expr(c.test) for c in comp.ifs)
-        start = self.positions[comp].start
+        # From ``async`` or ``for`` (libcst's own position starts at the blank before it).
+        ws = comp.whitespace_after_for
+        if comp.asynchronous is not None:
+            start = self.positions[comp.asynchronous].start
+        elif isinstance(ws, cst.SimpleWhitespace):
+            at = self.positions[comp.target].start
+            start = CodePosition(at.line, at.column - len(ws.value) - len("for"))
+        else:  # ``for`` ends its line (inside brackets)
+            at, before = self.positions[comp].start, comp.whitespace_before
+            blank = len(before.value) if isinstance(before, cst.SimpleWhitespace) else 0
+            start = CodePosition(at.line, at.column + blank)
         end = (ifs[-1] if ifs else iter_).span
         span = ir.Span(start.line, start.column, end.end_line, end.end_col)
         return ir.CompFor(target, iter_, ifs, comp.asynchronous is not None, span)
@@ -490,16 +505,9 @@ def _string_parts(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
 
 
 def _formatted_expressions(node: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The expressions of an f-string's replacement fields, in source order (those of a
-    format spec, ``{x:{width}}``, after the field's own)."""
+    """The expressions of an f-string's replacement fields, in source order (a format
+    spec's own fields, ``{x:{width}}``, are not followed)."""
     if isinstance(node, cst.FormattedString):
-        yield from _field_expressions(node.parts)
-
-
-def _field_expressions(
-    parts: Sequence[cst.BaseFormattedStringContent],
-) -> Iterator[cst.BaseExpression]:
-    for part in parts:
-        if isinstance(part, cst.FormattedStringExpression):
-            yield part.expression
-            yield from _field_expressions(part.format_spec or ())
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                yield part.expression
