@@ -173,3 +173,46 @@ def is_profiling_builder(callee: str) -> bool:
 def is_capture_attr_name(value: object) -> bool:
     """A constant attribute name handed to ``getattr`` that reads a capture size."""
     return isinstance(value, str) and value in CAPTURE_SIZE_ATTRS
+
+
+# ---- the model as patterns, read by the data-flow core ------------------------------
+
+
+def _model():
+    from cgguard.static.core.patterns import Model
+
+    return Model(
+        source_attrs=CAPTURE_SIZE_ATTRS,
+        source_lists=CAPTURE_LIST_NAMES,
+        passthrough_calls=PASSTHROUGH_CALLS,
+        widening_calls=frozenset({"max"}),
+        clamp_calls=frozenset({"min"}),
+        request_counts=REQUEST_COUNT_NAMES,
+        token_counts=TOKEN_COUNT_NAMES,
+        store_sinks=frozenset({"num_gpu_blocks_override"}),
+        keyword_sinks=re.compile(r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"),
+        budget_keywords=BYTE_BUDGET_NAMES,
+        builder_calls=_PROFILING_BUILDER,
+        setattr_calls=frozenset({"setattr"}),
+        replace_calls=frozenset({"replace"}),
+        placement_names=re.compile(
+            r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
+        ),
+        quiet_calls=NON_ESCAPING_CALLS,
+        runner_names=frozenset({"runner", "model_runner"}),
+        runner_request="max_num_reqs",
+        config_roots=frozenset({"vllm_config", "get_current_vllm_config()"}),
+        config_request="scheduler_config.max_num_seqs",
+        source_config="compilation_config",
+        class_requests=(
+            ("max_num_reqs", "self.max_num_reqs"),
+            ("max_num_seqs", "self.max_num_seqs"),
+            ("scheduler_config", "self.scheduler_config.max_num_seqs"),
+            ("vllm_config", "self.vllm_config.scheduler_config.max_num_seqs"),
+            ("model_runner", "self.model_runner.max_num_reqs"),
+        ),
+        runner_classes=re.compile(r"ModelRunner"),
+    )
+
+
+MODEL = _model()
