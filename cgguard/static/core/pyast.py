@@ -309,12 +309,11 @@ class _Lowering:
     def _tuple_span(self, node: ast.Tuple, elts: tuple[ir.Expr, ...]) -> ir.Span:
         span = self.span(node)
         first = self.lines[span.line - 1][span.col : span.col + 1]
-        last = self.lines[span.end_line - 1][span.end_col - 1 : span.end_col]
-        if first != "(" or last != ")":
+        if first != "(":
             return span
         if elts and (elts[0].span.line, elts[0].span.col) == (span.line, span.col):
             return span  # ``(a), b``: the parenthesis is the first element's
-        return ir.Span(span.line, span.col + 1, span.end_line, span.end_col - 1)
+        return _inside_parens(self.lines, span, elts[-1].span if elts else None)
 
     def list_(self, node: ast.List) -> ir.Expr:
         return ir.Seq("list", tuple(self.expr(x) for x in node.elts), self.span(node))
@@ -344,11 +343,14 @@ class _Lowering:
             ast.DictComp: "dict",
         }[type(node)]
         generators = tuple(self.compfor(g) for g in node.generators)
+        span = self.span(node)
+        if kind == "generator":
+            span = _inside_parens(self.lines, span, generators[-1].span)
         if kind == "dict":
             return ir.Comprehension(
-                kind, self.expr(node.value), self.expr(node.key), generators, self.span(node)
+                kind, self.expr(node.value), self.expr(node.key), generators, span
             )
-        return ir.Comprehension(kind, self.expr(node.elt), None, generators, self.span(node))
+        return ir.Comprehension(kind, self.expr(node.elt), None, generators, span)
 
     def compfor(self, node: ast.comprehension) -> ir.CompFor:
         target = self.expr(node.target)
@@ -388,3 +390,30 @@ def _expressions_of(node: ast.stmt) -> list[ast.expr]:
         elif isinstance(value, list):
             found.extend(v for v in value if isinstance(v, ast.expr))
     return found
+
+
+def _inside_parens(lines: list[str], span: ir.Span, last: ir.Span | None) -> ir.Span:
+    """libcst's span of a node Python's spans with its parentheses: from the first token after
+    ``(`` (blanks, line breaks and comments skipped) to the end of the last element, or of the
+    ``)`` or ``,`` after it; ``last`` is the last element's span (None for ``()``)."""
+    line, col = span.line, span.col + 1
+    while True:
+        text = lines[line - 1]
+        while col < len(text) and text[col] in " \t\f\\":
+            col += 1
+        if col < len(text) and text[col] not in "#\r\n":
+            break
+        line, col = line + 1, 0
+    if last is None:
+        return ir.Span(line, col, line, col)
+    end_line, end_col = last.end_line, last.end_col
+    at_line, at_col = end_line, end_col
+    while (at_line, at_col) < (span.end_line, span.end_col - 1):
+        text = lines[at_line - 1]
+        if at_col >= len(text) or text[at_col] == "#":
+            at_line, at_col = at_line + 1, 0
+            continue
+        if text[at_col] in "),":
+            end_line, end_col = at_line, at_col + 1
+        at_col += 1
+    return ir.Span(line, col, end_line, end_col)
