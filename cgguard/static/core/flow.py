@@ -703,9 +703,19 @@ class ScopeFlow:
         self.emit(taint)
 
     def used(self, node: ir.Expr) -> None:
-        """``node`` is used for something else than a count (a buffer's size...)."""
+        """``node`` is handed to a call that is no sink (a buffer's size, an unknown helper).
+
+        A local named as the model's block counts (``num_blocks``, not any ``*_blocks``)
+        leaves the function there as a block count; a member's count is used otherwise."""
+        if isinstance(node, ir.Starred):
+            node = node.value
         taint = self.taint_of(node)
-        if taint is not None and taint.pending is None and taint.call is not None:
+        if taint is None:
+            return
+        if taint.pending is not None:
+            if self.model.escaping(taint.pending.sink):
+                self.emit(taint)
+        elif taint.call is not None:
             self.other_uses.add(_ref_id(taint.call))
 
     # ---- states ------------------------------------------------------------------------
@@ -1111,9 +1121,11 @@ class ScopeFlow:
                 self.sink(arg_value, sink=sink)
                 sunk.add(id(arg))
         if callee not in m.quiet_calls:
+            # Handed to a call that is no sink: a member's count used otherwise. A block-named
+            # local's count does not become a finding there (a launch grid's tiles, a buffer).
             for arg in node.args:
                 if id(arg) not in sunk:
-                    self.escapes(arg.value)
+                    self.used(arg.value)
 
 
 # ---- helpers ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ What a front end must produce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TypeAlias
 
@@ -337,13 +338,38 @@ class Match:
 
 @dataclass(frozen=True, eq=False, slots=True)
 class FunctionDef:
+    """A ``def``. A front end may leave ``body`` :class:`Deferred` (lowered when first read
+    through :func:`body_of`, :func:`children` or :func:`dump`): most functions of a file are
+    never looked into."""
+
     name: str
     params: tuple[Param, ...]
-    body: tuple[Stmt, ...]
+    body: tuple[Stmt, ...] | Deferred
     decorators: tuple[Expr, ...]
     returns: Expr | None
     is_async: bool
     span: Span
+
+
+class Deferred:
+    """A function body not lowered yet: ``lower()`` lowers it, once."""
+
+    __slots__ = ("_lower", "_value")
+
+    def __init__(self, lower: Callable[[], tuple[Stmt, ...]]):
+        self._lower: Callable[[], tuple[Stmt, ...]] | None = lower
+        self._value: tuple[Stmt, ...] = ()
+
+    def get(self) -> tuple[Stmt, ...]:
+        if self._lower is not None:
+            self._value, self._lower = self._lower(), None
+        return self._value
+
+
+def body_of(node: FunctionDef) -> tuple[Stmt, ...]:
+    """A function's statements (lowered now where the front end deferred them)."""
+    body = node.body
+    return body.get() if isinstance(body, Deferred) else body
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -409,6 +435,8 @@ Node: TypeAlias = Expr | Stmt | Module | Arg | Param | CompFor | WithItem | Hand
 
 def dump(node: object) -> object:
     """``node``'s structure without spans, as nested tuples: equal for equal code."""
+    if isinstance(node, Deferred):
+        node = node.get()
     if isinstance(node, tuple):
         return tuple(dump(item) for item in node)
     if isinstance(node, Span) or not is_dataclass(node):
@@ -420,15 +448,63 @@ def dump(node: object) -> object:
 
 def children(node: object) -> tuple[object, ...]:
     """The nodes directly inside ``node``, in field order (statement bodies included)."""
-    if not is_dataclass(node):
+    names = _CHILD_FIELDS.get(type(node))
+    if names is None:
         return ()
     found: list[object] = []
-    for f in fields(node):
-        if f.name == "span":
-            continue
-        value = getattr(node, f.name)
-        if isinstance(value, tuple):
-            found.extend(v for v in value if is_dataclass(v))
-        elif is_dataclass(value) and not isinstance(value, Span):
+    for name in names:
+        value = getattr(node, name)
+        if type(value) is Deferred:
+            value = value.get()
+        if type(value) is tuple:
+            found.extend(v for v in value if type(v) in _CHILD_FIELDS)
+        elif type(value) in _CHILD_FIELDS:
             found.append(value)
     return tuple(found)
+
+
+# Per node class, the fields that may hold nodes (a constant of the form, not a cache).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls) if f.name != "span")
+    for cls in (
+        Name,
+        Const,
+        Attribute,
+        Subscript,
+        Arg,
+        Call,
+        BinOp,
+        UnaryOp,
+        BoolOp,
+        Compare,
+        IfExp,
+        Seq,
+        Dict,
+        Starred,
+        NamedExpr,
+        Lambda,
+        CompFor,
+        Comprehension,
+        Opaque,
+        Param,
+        Assign,
+        AugAssign,
+        ExprStmt,
+        Return,
+        If,
+        While,
+        For,
+        WithItem,
+        With,
+        Handler,
+        Try,
+        Case,
+        Match,
+        FunctionDef,
+        ClassDef,
+        Alias,
+        Import,
+        Other,
+        Module,
+    )
+}

@@ -35,6 +35,7 @@ class Model:
     replace_calls: frozenset[str]  # ``replace(obj, name=value)`` (dataclasses, copy)
     # ---- where a finding goes ----------------------------------------------------------
     placement_names: re.Pattern[str]  # names of locals that hold a block count
+    escaping_names: re.Pattern[str]  # block-named locals that are a count handed to any call
     quiet_calls: frozenset[str]  # calls a block-named local is handed to without leaving
     # ---- the fix's request count -------------------------------------------------------
     runner_names: frozenset[str]  # receivers that hold ``<runner>.<runner_request>``
@@ -96,6 +97,9 @@ class Model:
 
     def placement(self, name: str) -> bool:
         return bool(self.placement_names.match(name))
+
+    def escaping(self, name: str) -> bool:
+        return bool(self.escaping_names.match(name))
 
     def needles(self) -> tuple[str, ...]:
         """Substrings one of which every source's text contains (the byte prefilter's)."""

@@ -35,6 +35,7 @@ from cgguard.static.core.flow import (
     Taint,
 )
 from cgguard.static.core.patterns import Model, dotted, last_name
+from cgguard.static.core.pyast import physical_lines
 
 MAX_ROUNDS = 4
 _PARTIAL = frozenset({"partial"})
@@ -48,6 +49,7 @@ class ClassInfo:
     bases_read: list[ClassInfo] | None = None
     base_names: list[str] = field(default_factory=list)  # the bases as spelled (resolved names)
     attrs_read: frozenset[str] | None = None
+    setters: dict[str, list[FunctionInfo]] | None = None
 
     @property
     def name(self) -> str:
@@ -65,6 +67,7 @@ class ModuleInfo:
     imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     # local name -> the function a ``functools.partial`` of it stands for
     partials: dict[str, ir.Expr] = field(default_factory=dict)
+    lines: list[str] | None = None
 
 
 @dataclass(eq=False)
@@ -93,7 +96,9 @@ class Program:
         if lower is None:
             from cgguard.static.core import pyast
 
-            lower = pyast.parse
+            def lower(text: str, path: str) -> ir.Module:
+                return pyast.parse(text, path, lazy=True)
+
         self._lower = lower
         self.modules: dict[str, ModuleInfo | None] = {}
         self.texts: dict[str, str] = {}
@@ -309,6 +314,15 @@ class Program:
                 return cls
         return None
 
+    def setters(self, cls: ClassInfo) -> dict[str, list[FunctionInfo]]:
+        """Attribute name -> the class's own methods that assign it (read once per class)."""
+        if cls.setters is None:
+            cls.setters = {}
+            for func in cls.methods.values():
+                for name in _assigned_attrs(func.node):
+                    cls.setters.setdefault(name, []).append(func)
+        return cls.setters
+
     def self_attrs(self, cls: ClassInfo) -> frozenset[str]:
         if cls.attrs_read is None:
             found: set[str] = set()
@@ -386,7 +400,7 @@ class Program:
                 func.node.params,
                 _Scope(self, module, cls),
             )
-            flow.run(func.node.body)
+            flow.run(ir.body_of(func.node))
             facts.flow = flow
         finally:
             facts.busy = False
@@ -411,7 +425,7 @@ class Program:
                 summarising=True,
             )
             flow.seed_params([param], func.node.params)
-            flow.run(func.node.body)
+            flow.run(ir.body_of(func.node))
             facts.params[param] = flow
         finally:
             facts.params_busy.discard(param)
@@ -441,7 +455,7 @@ class Program:
 
     def _request_summary(self, func: FunctionInfo, flow: ScopeFlow) -> Summary | None:
         """A helper or property returning a request count."""
-        for stmt in _returns(func.node.body):
+        for stmt in _returns(ir.body_of(func.node)):
             if stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS:
                 return Summary(func, REQUESTS, stmt.value, None, [], None, None, func.path)
         return None
@@ -453,9 +467,7 @@ class Program:
         self.attr_summaries[key] = None  # while it is computed: recursion reads none
         found: Summary | None = None
         for klass in self.mro(cls):
-            for func in klass.methods.values():
-                if not _sets_attr(func.node, name):
-                    continue
+            for func in self.setters(klass).get(name, ()):
                 flow = self.function_flow(func)
                 if flow is None:
                     continue
@@ -512,13 +524,38 @@ class Program:
     # ---- a module's hits --------------------------------------------------------------
 
     def hits(self, module: ModuleInfo) -> list[Hit]:
-        """Every hit in ``module``'s own code, helpers' counts followed to their callers."""
+        """Every hit in ``module``'s own code, helpers' counts followed to their callers.
+
+        Only scopes whose text names a source, or a member found to carry one, are walked:
+        the rest cannot hold a hit (what they call is summarised when a walk asks).
+        """
+        lines = self._lines(module)
+        words = set(self.model.needles())
+        funcs = list(_all_functions(module))
         flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
-        for func in _all_functions(module):
-            flow = self.function_flow(func)
-            if flow is not None:
+        done: set[int] = set()
+        for _ in range(64):
+            todo = [
+                f for f in funcs if id(f.node) not in done and _mentions(lines, f.node.span, words)
+            ]
+            if not todo:
+                break
+            for func in todo:
+                done.add(id(func.node))
+                funcs.extend(
+                    FunctionInfo(node, None, module.path)
+                    for node, _ in _nested_functions(ir.body_of(func.node), None)
+                )
+                flow = self.function_flow(func)
+                if flow is None:
+                    continue
                 flows.append((flow, func))
+                if flow.returns:
+                    words.add(func.name)
+                words.update(st.attr for st in flow.stored if st.attr)
         for scope, cls in _class_and_module_scopes(module):
+            if not any(_mentions(lines, st.span, words) for st in scope):
+                continue
             flow = ScopeFlow(
                 self.model,
                 None,
@@ -526,9 +563,14 @@ class Program:
                 _Scope(self, module, self._class_info(module, cls)),
                 function=False,
             )
-            flow.run(scope)
+            flow.run(tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)))
             flows.append((flow, None))
         return self._place(module, flows)
+
+    def _lines(self, module: ModuleInfo) -> list[str]:
+        if module.lines is None:
+            module.lines = physical_lines(self.texts.get(module.path, ""))
+        return module.lines
 
     def _class_info(self, module: ModuleInfo, node: ir.ClassDef | None) -> ClassInfo | None:
         if node is None:
@@ -555,7 +597,7 @@ class Program:
             other |= flow.other_uses
         sunk -= other
         names = {s.name for s in summaries.values()}
-        refs = _references(module.tree, names)
+        refs = _references(module.tree, names, self._lines(module))
         moved: set[int] = set()
         extra: list[Hit] = []
         for key, summary in summaries.items():
@@ -594,7 +636,7 @@ class Program:
         if module is None:
             return True
         flows = [self.function_flow(f) for f in _all_functions(module)]
-        refs = _references(module.tree, {summary.name})
+        refs = _references(module.tree, {summary.name}, self._lines(module))
         refs = [r for r in refs if not isinstance(r, ir.Attribute) or summary.attr is None]
         sunk: set[int] = set()
         for flow in flows:
@@ -701,8 +743,7 @@ def _nested_functions(
 ) -> Iterator[tuple[ir.FunctionDef, ir.ClassDef | None]]:
     for stmt in body:
         if isinstance(stmt, ir.FunctionDef):
-            yield stmt, cls
-            yield from _nested_functions(stmt.body, None)
+            yield stmt, cls  # its own nested functions: found once it is walked
         elif isinstance(stmt, ir.ClassDef):
             yield from _nested_functions(stmt.body, stmt)
         else:
@@ -730,7 +771,7 @@ def _class_and_module_scopes(
             yield stmt.body, stmt
             stack.extend(stmt.body)
         elif isinstance(stmt, ir.FunctionDef):
-            stack.extend(stmt.body)
+            continue
         else:
             for child in ir.children(stmt):
                 if isinstance(child, ir.ClassDef | ir.FunctionDef) or _is_stmt(child):
@@ -738,7 +779,7 @@ def _class_and_module_scopes(
                 elif isinstance(child, ir.Handler | ir.Case):
                     stack.extend(child.body)
             if isinstance(stmt, ir.If | ir.For | ir.While | ir.With | ir.Try):
-                stack.extend(stmt.body)
+                stack.extend(s for s in stmt.body if not isinstance(s, ir.FunctionDef))
 
 
 def _own_attrs(node: ir.ClassDef) -> set[str]:
@@ -752,7 +793,7 @@ def _own_attrs(node: ir.ClassDef) -> set[str]:
                 found.add(stmt.exprs[0].id)
         elif isinstance(stmt, ir.FunctionDef):
             found.add(stmt.name)
-            for sub in _walk_stmts(stmt.body):
+            for sub in _walk_stmts(ir.body_of(stmt)):
                 if isinstance(sub, ir.Assign | ir.AugAssign):
                     targets = sub.targets if isinstance(sub, ir.Assign) else (sub.target,)
                     for t in targets:
@@ -792,14 +833,21 @@ def _returns(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Return]:
             yield stmt
 
 
-def _sets_attr(node: ir.FunctionDef, name: str) -> bool:
-    for sub in _walk_stmts(node.body):
+def _assigned_attrs(node: ir.FunctionDef) -> set[str]:
+    found: set[str] = set()
+    for sub in _walk_stmts(ir.body_of(node)):
         if isinstance(sub, ir.Assign):
             for t in sub.targets:
                 for leaf in _target_leaves(t):
-                    if isinstance(leaf, ir.Attribute) and leaf.attr == name:
-                        return True
-    return False
+                    if isinstance(leaf, ir.Attribute):
+                        found.add(leaf.attr)
+    return found
+
+
+def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
+    """Does the source text at ``span`` (whole lines) hold one of ``words``?"""
+    text = "".join(lines[span.line - 1 : span.end_line])
+    return any(w in text for w in words)
 
 
 def _passable(func: FunctionInfo) -> list[str]:
@@ -813,8 +861,10 @@ def _argument(call: ir.Call, func: FunctionInfo, param: str) -> ir.Expr | None:
     return call_argument(call, func, param)
 
 
-def _references(tree: ir.Module, names: set[str]) -> list[ir.Expr]:
-    """Every read of a Name or ``.attr`` spelling one of ``names`` (defs, targets excluded)."""
+def _references(tree: ir.Module, names: set[str], lines: list[str]) -> list[ir.Expr]:
+    """Every read of a Name or ``.attr`` spelling one of ``names`` (defs, targets excluded).
+
+    A function whose text names none of them is not looked into."""
     out: list[ir.Expr] = []
     targets: set[int] = set()
     stack: list[object] = [tree]
@@ -822,14 +872,17 @@ def _references(tree: ir.Module, names: set[str]) -> list[ir.Expr]:
         node = stack.pop()
         if isinstance(node, ir.Import):
             continue
+        if isinstance(node, ir.FunctionDef) and not _mentions(lines, node.span, names):
+            continue
         if isinstance(node, ir.Assign):
             for t in node.targets:
                 for leaf in _target_leaves(t):
                     targets.add(id(leaf))
-        if isinstance(node, ir.Attribute) and id(node) not in targets and node.attr in names:
-            out.append(node)
-        elif isinstance(node, ir.Name) and id(node) not in targets and node.id in names:
-            out.append(node)
+        if id(node) not in targets and (
+            (isinstance(node, ir.Attribute) and node.attr in names)
+            or (isinstance(node, ir.Name) and node.id in names)
+        ):
+            out.append(node)  # type: ignore[arg-type]
         stack.extend(ir.children(node))
     return out
 

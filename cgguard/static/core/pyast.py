@@ -8,6 +8,7 @@ ASCII. A parenthesised tuple's span leaves out its parentheses, as libcst's does
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -53,22 +54,39 @@ _OTHER_STMTS = {
 }
 
 
-def parse(text: str, path: str = "<string>") -> ir.Module:
-    """The file's intermediate form. Raises SyntaxError (or ValueError, RecursionError)."""
-    return lower(ast.parse(text, filename=path), text)
+def parse(text: str, path: str = "<string>", *, lazy: bool = False) -> ir.Module:
+    """The file's intermediate form. Raises SyntaxError (or ValueError, RecursionError).
+
+    ``lazy``: function bodies are lowered when first read (:class:`ir.Deferred`)."""
+    return lower(ast.parse(text, filename=path), text, lazy=lazy)
 
 
-def lower(tree: ast.Module, text: str) -> ir.Module:
-    lines = text.splitlines(keepends=True)
-    body = _Lowering(lines).block(tree.body)
+def lower(tree: ast.Module, text: str, *, lazy: bool = False) -> ir.Module:
+    lines = physical_lines(text)
+    body = _Lowering(lines, lazy).block(tree.body)
     last = len(lines) or 1
     end_col = len(lines[-1].rstrip("\r\n")) if lines else 0
     return ir.Module(body, ir.Span(1, 0, last, end_col))
 
 
+# Python's tokenizer ends a line only at these (str.splitlines also splits at \f, \v...).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def physical_lines(text: str) -> list[str]:
+    """The text's lines with their endings, split where Python's tokenizer splits them."""
+    if any(c in text for c in _ODD_BREAKS):
+        return _LINE.findall(text)
+    return text.splitlines(keepends=True)
+
+
+_ODD_BREAKS = "\f\v\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 class _Lowering:
-    def __init__(self, lines: list[str]):
+    def __init__(self, lines: list[str], lazy: bool = False):
         self.lines = lines
+        self.lazy = lazy
         self.expr_of: dict[type, Callable[[Any], ir.Expr]] = {
             ast.Name: self.name,
             ast.Constant: self.constant,
@@ -150,10 +168,16 @@ class _Lowering:
             items = tuple(self.withitem(item) for item in node.items)
             return ir.With(items, self.block(node.body), isinstance(node, ast.AsyncWith), span)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body: tuple[ir.Stmt, ...] | ir.Deferred
+            if self.lazy:
+                stmts = node.body
+                body = ir.Deferred(lambda: self.block(stmts))
+            else:
+                body = self.block(node.body)
             return ir.FunctionDef(
                 node.name,
                 self.params(node.args),
-                self.block(node.body),
+                body,
                 tuple(e(d) for d in node.decorator_list),
                 None if node.returns is None else e(node.returns),
                 isinstance(node, ast.AsyncFunctionDef),

@@ -198,6 +198,9 @@ def _model():
         placement_names=re.compile(
             r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
         ),
+        escaping_names=re.compile(
+            r"^(?:(?:min|num|fixed_num|profiling|min_profiling|num_gpu)_)?blocks(?:_override)?$"
+        ),
         quiet_calls=NON_ESCAPING_CALLS,
         runner_names=frozenset({"runner", "model_runner"}),
         runner_request="max_num_reqs",
