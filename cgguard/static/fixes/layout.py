@@ -3,7 +3,7 @@
 A fix that would push a line past 88 columns rewrites the whole statement in ruff's
 layout (vLLM is formatted with ruff; upstream's own fix reads that way). This module
 turns libcst nodes into the documents ruff's formatter builds for them
-(:mod:`cgguard.static.rules.layoutdoc` prints them), following ruff's rules:
+(:mod:`cgguard.static.fixes.layoutdoc` prints them), following ruff's rules:
 
 * the last expression of an assignment, ``return`` or ``if``/``while`` header gets
   optional parentheses: omitted when the expression ends (or starts) with brackets
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cgguard.static.rules.layoutdoc import (
+from cgguard.static.fixes.layoutdoc import (
     SOFT,
     SOFT_SPACE,
     CondGroup,

@@ -4,7 +4,7 @@ Why a printer of our own: a fix that makes a statement too long is laid out the 
 ``ruff format`` lays it out, and ruff decides that layout with a Prettier-style
 document (groups that print flat when they fit, soft line breaks, conditional
 content keyed to another group's mode). The static half may not depend on ruff,
-so :mod:`cgguard.static.rules.layout` builds the same documents for the Python it
+so :mod:`cgguard.static.fixes.layout` builds the same documents for the Python it
 rewrites and this module prints them. Only the elements that layout needs exist.
 
 Modes: ``FLAT`` (soft breaks print nothing or a space) and ``BREAK`` (they print a

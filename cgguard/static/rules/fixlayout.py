@@ -4,7 +4,7 @@ The smallest change (the count rewritten in place) is kept whenever every line i
 touches fits in 88 columns, measured as ``ruff format`` measures: a tab counts 4,
 a trailing comment counts (a pragma comment such as ``# noqa`` does not). When a line
 would pass 88, the statement holding the fix is written the way ``ruff format``
-writes it (:mod:`cgguard.static.rules.layout`), and the replacement becomes that
+writes it (:mod:`cgguard.static.fixes.layout`), and the replacement becomes that
 statement (an ``if``/``while`` header: its test). The result is re-parsed into libcst
 nodes whose continuation lines carry their absolute indentation, so the driver's
 text splice, Fixit and the codemod write the same bytes.
@@ -21,7 +21,7 @@ import re
 
 import libcst as cst
 
-from cgguard.static.rules import layout
+from cgguard.static.fixes import layout
 from cgguard.static.rules.base import Context, Replacement
 from cgguard.static.rules.flow import Hit
 
