@@ -38,6 +38,8 @@ from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.pyast import physical_lines
 
 MAX_ROUNDS = 4
+# Folders of a project that hold no code of its own.
+_SKIP = frozenset({"__pycache__", "node_modules", "venv", "build", "dist", "site-packages"})
 _PARTIAL = frozenset({"partial"})
 
 
@@ -105,7 +107,7 @@ class Program:
         self.facts: dict[int, FunctionFacts] = {}
         self.module_files: dict[str, str | None] = {}
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
-        self.round = 0
+        self.files: list[str] | None = None
 
     # ---- modules ---------------------------------------------------------------------
 
@@ -566,6 +568,51 @@ class Program:
             flow.run(tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)))
             flows.append((flow, None))
         return self._place(module, flows)
+
+    def lines_at(self, path: str) -> list[str]:
+        """The physical lines of a module the run has read."""
+        module = self.module_at(path)
+        return [] if module is None else self._lines(module)
+
+    def landing_hits(self, module: ModuleInfo) -> list[Hit]:
+        """Hits that land in ``module`` from the project's other modules: at the return of a
+        helper of it that every importer takes as a block count."""
+        names = set()
+        for func in module.functions.values():
+            if not _mentions(self._lines(module), func.node.span, set(self.model.needles())):
+                continue
+            summary = self.summary(func)
+            if summary is not None and summary.kind in (TOKEN, MAX):
+                names.add(func.name)
+        if not names or self.root is None or module.dotted is None:
+            return []
+        found: list[Hit] = []
+        leaf = module.dotted.rsplit(".", 1)[-1]
+        for path in self.project_files():
+            if path == module.path:
+                continue
+            text = self._read(path)
+            if text is None or "import" not in text or leaf not in text:
+                continue
+            if not any(n in text for n in names):
+                continue
+            other = self.module_at(path)
+            if other is not None:
+                found += [h for h in self.hits(other) if h.path == module.path]
+        return found
+
+    def project_files(self) -> list[str]:
+        if self.files is None:
+            self.files = []
+            if self.root is not None:
+                for folder, dirs, names in os.walk(self.root):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
+                    self.files += [
+                        os.path.abspath(os.path.join(folder, n))
+                        for n in sorted(names)
+                        if n.endswith(".py")
+                    ]
+        return self.files
 
     def _lines(self, module: ModuleInfo) -> list[str]:
         if module.lines is None:
