@@ -86,7 +86,7 @@ z = f(
 w = a or b or (c or d) and e and f
 s = a[1:2, ::3, :], a[i,], a[*b]
 t = f"{x!r:>{w}} and {y}" "tail"
-def g(p, /, q: int = 1, *r, s, t: "T" = 2, **u) -> None:
+def g(p, /, q: int = 1, *r, s, t: "T" = 2, v: (A | B), **u) -> None:
     async def h():
         async with m as n, (o):
             return [i async for i in n if i]

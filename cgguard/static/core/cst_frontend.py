@@ -270,7 +270,13 @@ class _Lowering:
         annotation = None if param.annotation is None else self.expr(param.annotation.annotation)
         default = None if param.default is None else self.expr(param.default)
         start = self.positions[param.name].start
-        end = default.span if default else annotation.span if annotation else self.span(param.name)
+        # Python's tree ends a parameter at its annotation's closing parenthesis, if any.
+        if default is not None:
+            end = default.span
+        elif param.annotation is not None:
+            end = self.span(param.annotation)
+        else:
+            end = self.span(param.name)
         span = ir.Span(start.line, start.column, end.end_line, end.end_col)
         return ir.Param(param.name.value, kind, default, annotation, span)
 
