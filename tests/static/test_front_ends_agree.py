@@ -9,7 +9,6 @@ case must be the same through both.
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
@@ -31,9 +30,9 @@ def _full(node: object) -> object:
         return tuple(_full(item) for item in node)
     if isinstance(node, ir.Span):
         return (node.line, node.col, node.end_line, node.end_col)
-    if not is_dataclass(node):
+    if not ir.is_node(node):
         return node
-    return (type(node).__name__, *((f.name, _full(getattr(node, f.name))) for f in fields(node)))
+    return (type(node).__name__, *((f, _full(getattr(node, f))) for f in ir.fields_of(node)))
 
 
 def _first_difference(a: object, b: object, where: str = "") -> str | None:

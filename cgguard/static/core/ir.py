@@ -43,12 +43,31 @@ What a front end must produce
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields, is_dataclass
-from typing import TypeAlias
+from typing import Any, ClassVar, NamedTuple, TypeAlias, dataclass_transform
+
+# Every node class, in definition order (their constructors are made at the module's end).
+_NODE_CLASSES: list[type[_Node]] = []
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+@dataclass_transform(eq_default=False)
+class _Node:
+    """A node of the form: built from its fields in order, treated as immutable, compared
+    by identity (:func:`dump` compares structure). Constructors are generated at import,
+    all at once: as dataclasses, the form's forty classes took longer to import than a
+    file takes to check."""
+
+    _fields: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _NODE_CLASSES.append(cls)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({inner})"
+
+
+class Span(NamedTuple):
     """Where a node is: lines 1-based, columns 0-based in characters, end column exclusive."""
 
     line: int
@@ -60,34 +79,29 @@ class Span:
 # ---- expressions ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Name:
+class Name(_Node):
     id: str
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Const:
+class Const(_Node):
     value: object  # str, bytes, int, float, complex, bool, None or Ellipsis
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Attribute:
+class Attribute(_Node):
     value: Expr
     attr: str
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Subscript:
+class Subscript(_Node):
     value: Expr
     index: Expr  # ``a[i, j]``: a Tuple; ``a[1:2]``: an Opaque of kind "slice"
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Arg:
+class Arg(_Node):
     """One argument of a call (or a class's base or keyword)."""
 
     value: Expr
@@ -96,53 +110,46 @@ class Arg:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Call:
+class Call(_Node):
     func: Expr
     args: tuple[Arg, ...]  # in source order
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class BinOp:
+class BinOp(_Node):
     op: str  # "+", "-", "*", "@", "/", "//", "%", "**", "<<", ">>", "|", "^", "&"
     left: Expr
     right: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class UnaryOp:
+class UnaryOp(_Node):
     op: str  # "-", "+", "~", "not"
     operand: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class BoolOp:
+class BoolOp(_Node):
     op: str  # "and" or "or"; ``a or b or c`` is one BoolOp of three values
     values: tuple[Expr, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Compare:
+class Compare(_Node):
     left: Expr
     ops: tuple[str, ...]  # "==", "!=", "<", "<=", ">", ">=", "is", "is not", "in", "not in"
     comparators: tuple[Expr, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class IfExp:
+class IfExp(_Node):
     test: Expr
     body: Expr
     orelse: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Seq:
+class Seq(_Node):
     """A tuple, list or set display (also as an assignment target)."""
 
     kind: str  # "tuple", "list" or "set"
@@ -150,35 +157,30 @@ class Seq:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Dict:
+class Dict(_Node):
     keys: tuple[Expr | None, ...]  # None: ``**values[i]`` splatted into the dict
     values: tuple[Expr, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Starred:
+class Starred(_Node):
     value: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class NamedExpr:
+class NamedExpr(_Node):
     target: Name
     value: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Lambda:
+class Lambda(_Node):
     params: tuple[Param, ...]
     body: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class CompFor:
+class CompFor(_Node):
     target: Expr
     iter: Expr
     ifs: tuple[Expr, ...]
@@ -186,8 +188,7 @@ class CompFor:
     span: Span  # from ``for`` (or ``async``) to the end of its last ``if``
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Comprehension:
+class Comprehension(_Node):
     kind: str  # "list", "set", "dict" or "generator"
     elt: Expr  # a dict comprehension's value
     key: Expr | None  # a dict comprehension's key
@@ -195,8 +196,7 @@ class Comprehension:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Opaque:
+class Opaque(_Node):
     """An expression the core only looks into: its parts, in source order."""
 
     kind: str  # "slice", "fstring", "await", "yield", "yield from"
@@ -227,8 +227,7 @@ Expr: TypeAlias = (
 # ---- statements -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Param:
+class Param(_Node):
     name: str
     kind: str  # "posonly", "pos", "vararg", "kwonly", "kwarg"
     default: Expr | None
@@ -236,52 +235,45 @@ class Param:
     span: Span  # the parameter's name (with its annotation and default)
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Assign:
+class Assign(_Node):
     targets: tuple[Expr, ...]  # ``a = b = v``: (a, b), left to right
     value: Expr
     annotation: Expr | None
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class AugAssign:
+class AugAssign(_Node):
     target: Expr
     op: str  # the binary operator without "=": "+", "*"...
     value: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class ExprStmt:
+class ExprStmt(_Node):
     value: Expr
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Return:
+class Return(_Node):
     value: Expr | None
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class If:
+class If(_Node):
     test: Expr
     body: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]  # ``elif``: one If here
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class While:
+class While(_Node):
     test: Expr
     body: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class For:
+class For(_Node):
     target: Expr
     iter: Expr
     body: tuple[Stmt, ...]
@@ -290,31 +282,27 @@ class For:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class WithItem:
+class WithItem(_Node):
     context: Expr
     target: Expr | None
     span: Span  # the context expression through its target
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class With:
+class With(_Node):
     items: tuple[WithItem, ...]
     body: tuple[Stmt, ...]
     is_async: bool
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Handler:
+class Handler(_Node):
     type: Expr | None
     name: str | None
     body: tuple[Stmt, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Try:
+class Try(_Node):
     body: tuple[Stmt, ...]
     handlers: tuple[Handler, ...]
     orelse: tuple[Stmt, ...]
@@ -322,22 +310,19 @@ class Try:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Case:
+class Case(_Node):
     guard: Expr | None
     body: tuple[Stmt, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Match:
+class Match(_Node):
     subject: Expr
     cases: tuple[Case, ...]
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class FunctionDef:
+class FunctionDef(_Node):
     """A ``def``. A front end may leave ``body`` :class:`Deferred` (lowered when first read
     through :func:`body_of`, :func:`children` or :func:`dump`): most functions of a file are
     never looked into."""
@@ -372,8 +357,7 @@ def body_of(node: FunctionDef) -> tuple[Stmt, ...]:
     return body.get() if isinstance(body, Deferred) else body
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class ClassDef:
+class ClassDef(_Node):
     name: str
     bases: tuple[Arg, ...]  # positional bases, then ``metaclass=`` and other keywords
     body: tuple[Stmt, ...]
@@ -381,15 +365,13 @@ class ClassDef:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Alias:
+class Alias(_Node):
     name: str  # ``import a.b``: "a.b"; ``from m import x``: "x"; ``*`` for a star import
     asname: str | None
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Import:
+class Import(_Node):
     module: str | None  # ``from m import x``: "m"; ``from . import x``: None; ``import a``: None
     names: tuple[Alias, ...]
     level: int  # leading dots of a relative ``from`` import; 0 otherwise
@@ -397,8 +379,7 @@ class Import:
     span: Span
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Other:
+class Other(_Node):
     """A statement that assigns nothing the core follows: its expressions, in source order."""
 
     kind: str  # "pass", "break", "continue", "del", "assert", "raise", "global", ...
@@ -424,8 +405,7 @@ Stmt: TypeAlias = (
 )
 
 
-@dataclass(frozen=True, eq=False, slots=True)
-class Module:
+class Module(_Node):
     body: tuple[Stmt, ...]
     span: Span
 
@@ -433,16 +413,26 @@ class Module:
 Node: TypeAlias = Expr | Stmt | Module | Arg | Param | CompFor | WithItem | Handler | Case | Alias
 
 
+def is_node(value: object) -> bool:
+    """Is ``value`` a node of the form (not a span, a constant or a tuple)?"""
+    return isinstance(value, _Node)
+
+
+def fields_of(node: object) -> tuple[str, ...]:
+    """A node's field names, in order (its span last); () for anything else."""
+    return node._fields if isinstance(node, _Node) else ()
+
+
 def dump(node: object) -> object:
     """``node``'s structure without spans, as nested tuples: equal for equal code."""
     if isinstance(node, Deferred):
         node = node.get()
+    if isinstance(node, Span) or not isinstance(node, _Node | tuple):
+        return node
     if isinstance(node, tuple):
         return tuple(dump(item) for item in node)
-    if isinstance(node, Span) or not is_dataclass(node):
-        return node
     parts: list[object] = [type(node).__name__]
-    parts.extend((f.name, dump(getattr(node, f.name))) for f in fields(node) if f.name != "span")
+    parts.extend((f, dump(getattr(node, f))) for f in node._fields if f != "span")
     return tuple(parts)
 
 
@@ -463,48 +453,23 @@ def children(node: object) -> tuple[object, ...]:
     return tuple(found)
 
 
+def _make_constructors() -> None:
+    """One ``__init__`` per node class, from its annotated fields, compiled in one go."""
+    source: list[str] = []
+    for i, cls in enumerate(_NODE_CLASSES):
+        names = tuple(n for n in cls.__dict__.get("__annotations__", {}) if n != "_fields")
+        cls._fields = names
+        body = "".join(f"    self.{n} = {n}\n" for n in names) or "    pass\n"
+        source.append(f"def init_{i}(self, {', '.join(names)}):\n{body}")
+    made: dict[str, Any] = {}
+    exec(compile("\n".join(source), __file__, "exec"), made)  # noqa: S102 - our own text
+    for i, cls in enumerate(_NODE_CLASSES):
+        cls.__init__ = made[f"init_{i}"]  # type: ignore[misc,method-assign]
+
+
+_make_constructors()
+
 # Per node class, the fields that may hold nodes (a constant of the form, not a cache).
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls) if f.name != "span")
-    for cls in (
-        Name,
-        Const,
-        Attribute,
-        Subscript,
-        Arg,
-        Call,
-        BinOp,
-        UnaryOp,
-        BoolOp,
-        Compare,
-        IfExp,
-        Seq,
-        Dict,
-        Starred,
-        NamedExpr,
-        Lambda,
-        CompFor,
-        Comprehension,
-        Opaque,
-        Param,
-        Assign,
-        AugAssign,
-        ExprStmt,
-        Return,
-        If,
-        While,
-        For,
-        WithItem,
-        With,
-        Handler,
-        Try,
-        Case,
-        Match,
-        FunctionDef,
-        ClassDef,
-        Alias,
-        Import,
-        Other,
-        Module,
-    )
+    cls: tuple(f for f in cls._fields if f != "span") for cls in _NODE_CLASSES
 }

@@ -335,7 +335,7 @@ class _Lowering:
         first = self.lines[span.line - 1][span.col : span.col + 1]
         if first != "(":
             return span
-        if elts and (elts[0].span.line, elts[0].span.col) == (span.line, span.col):
+        if not _encloses(self.lines, span):
             return span  # ``(a), b``: the parenthesis is the first element's
         return _inside_parens(self.lines, span, elts[-1].span if elts else None)
 
@@ -441,3 +441,39 @@ def _inside_parens(lines: list[str], span: ir.Span, last: ir.Span | None) -> ir.
             end_line, end_col = at_line, at_col + 1
         at_col += 1
     return ir.Span(line, col, end_line, end_col)
+
+
+def _encloses(lines: list[str], span: ir.Span) -> bool:
+    """Does the ``(`` at the span's start close at its end (strings skipped)?"""
+    depth = 0
+    quote = ""
+    line, col = span.line, span.col
+    while (line, col) < (span.end_line, span.end_col):
+        text = lines[line - 1]
+        if col >= len(text):
+            line, col = line + 1, 0
+            continue
+        c = text[col]
+        if quote:
+            if c == "\\":
+                col += 2
+                continue
+            if text.startswith(quote, col):
+                col += len(quote)
+                quote = ""
+                continue
+        elif c in "'\"":
+            quote = c * 3 if text.startswith(c * 3, col) else c
+            col += len(quote)
+            continue
+        elif c == "#":
+            line, col = line + 1, 0
+            continue
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return (line, col + 1) == (span.end_line, span.end_col)
+        col += 1
+    return False
