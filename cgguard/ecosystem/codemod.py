@@ -36,7 +36,7 @@ class BoundProfilingBlocks(CodemodCommand):
                 r = ranges[node]  # noqa: B023 (called only within this round)
                 return (r.start.line, r.start.column, r.end.line, r.end.column)
 
-            found, settings = module_reports(tree, span, path)
+            found, settings = module_reports(tree, ranges, path)
             if round_ == 0:
                 for report in found:
                     line, col, _, _ = span(report.hit.node)

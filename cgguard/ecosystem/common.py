@@ -1,15 +1,15 @@
-"""What both adapters do with a module: run the engine, keep what cgguard's settings keep,
+"""What both adapters do with a module: run the core, keep what cgguard's settings keep,
 order the reports, pick the fixes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import libcst as cst
+from libcst.metadata import CodeRange
 
 from cgguard.ecosystem.settings import applies, kept, settings_for
 from cgguard.static.rules.base import Context, Report, Span
-from cgguard.static.rules.engine import scope_hits
 from cgguard.static.workflow.config import Settings
 
 
@@ -20,31 +20,34 @@ def split_lines(text: str) -> list[str]:
 
 
 def module_reports(
-    module: cst.Module, position: Callable[[cst.CSTNode], Span], path: str | None
+    module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange], path: str | None
 ) -> tuple[list[Report], Settings]:
     """What ``cgguard check PATH`` reports on a whole module, in file order, and the
-    settings it used (:mod:`cgguard.ecosystem.settings`)."""
+    settings it used (:mod:`cgguard.ecosystem.settings`). ``positions``: the module's
+    ``PositionProvider`` map, which the tool resolved already.
+
+    The same core as ``cgguard check`` runs, on the intermediate form libcst's front end
+    lowers the module to (the same form as Python's front end gives, a test holds), with
+    the project's other modules read as ``cgguard check`` reads them."""
+    from cgguard.static.core.cst_frontend import lower_module
+    from cgguard.static.driver.check import core_hits
+    from cgguard.static.driver.report import cst_hits
     from cgguard.static.rules.engine import reports
 
     settings = settings_for(path)
     text = module.code
     lines = split_lines(text)
 
-    # The same class facts as `cgguard check` reads (import aliases from Python's tree of
-    # the file), and flows across the project's modules as it follows them: arguments
-    # handed through a helper imported from another module, and counts returned by one.
-    from cgguard.static.driver import analyse, project
+    def position(node: cst.CSTNode) -> Span:
+        r = positions[node]
+        return (r.start.line, r.start.column, r.end.line, r.end.column)
 
-    class_facts = analyse.class_facts_at(analyse.Aliases(text, path or "<unknown>"))
-
-    imported = project.imported_params(text, path) if path is not None else None
-    hits = scope_hits(module, None, class_facts, imported=imported)
-    if path is not None:
-        hits += project.module_hits(module, text, path)
+    tree = lower_module(module, positions, text)
+    hits, source_lines = core_hits(text, path or "<unknown>", tree)
     if not hits:
         return [], settings
     ctx = Context(module, text, lines, position)
-    found = reports(hits, ctx)
+    found = reports(cst_hits(hits, module, position, source_lines), ctx)
     # One report per place and code, as cgguard's findings are a set.
     seen: dict[tuple, Report] = {}
     for report in found:

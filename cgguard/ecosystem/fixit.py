@@ -8,8 +8,8 @@ or, in ``pyproject.toml``::
     [tool.fixit]
     enable = ["cgguard.ecosystem.fixit"]
 
-Each rule runs cgguard's engine on the module Fixit parsed and reports what
-``cgguard check`` reports, at the same place, with cgguard's message, under the
+Each rule lowers the module Fixit parsed to cgguard's intermediate form, runs the same
+core as ``cgguard check`` on it, and reports what ``cgguard check`` reports, at the same place, with cgguard's message, under the
 same settings and suppressions (:mod:`cgguard.ecosystem.settings`; Fixit's own
 ``# lint-ignore`` works too). A fix ``cgguard fix`` applies is the same CST change
 here (Fixit applies it to that node); the others are reported without an autofix:
@@ -35,8 +35,8 @@ def _cases(code: str, kind: str) -> list[str]:
     return [case.source() for case in get_rule(code).cases(kind)]
 
 
-# The engine's reports for the module Fixit is linting now: both rules read them, so
-# the engine runs once per file (Fixit hands every rule the same module object).
+# The core's reports for the module Fixit is linting now: both rules read them, so
+# the core runs once per file (Fixit hands every rule the same module object).
 _last: list = [None, None]
 
 
@@ -49,14 +49,12 @@ class _Engine:
     METADATA_DEPENDENCIES = (PositionProvider, FilePathProvider)
     CODE = ""
 
-    def _span(self, node: cst.CSTNode):
-        r = self.get_metadata(PositionProvider, node)
-        return (r.start.line, r.start.column, r.end.line, r.end.column)
-
     def _reports(self, node: cst.Module):
         if _last[0] is not node:
             path = self.get_metadata(FilePathProvider, node, None)
-            _last[:] = [node, module_reports(node, self._span, None if path is None else str(path))]
+            positions = self.metadata[PositionProvider]  # every node's, resolved by Fixit
+            found = module_reports(node, positions, None if path is None else str(path))  # type: ignore[arg-type]
+            _last[:] = [node, found]
         return _last[1]
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -75,7 +73,7 @@ class _Engine:
                 )
             else:
                 self.report(report.hit.node, report.message, position=where)
-        return False  # the engine walked the module already
+        return False  # the core read the module already
 
 
 class CGG001(_Engine, LintRule):

@@ -23,27 +23,46 @@ def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
 
     ``fast`` is kept for callers of the screen this replaced: both paths are the core's now.
     """
+    hits, source_lines = core_hits(text, path)
+    if not hits:
+        return []
+    _check_depth(text, path)
+    from cgguard.static.driver import report
+
+    lines = source_lines.file_lines()
+    return report.findings(hits, source_lines.tree, text, lines, path, source_lines)
+
+
+class SourceLines:
+    """The lines of the module holding a hit's source, read by the run's program;
+    ``tree``: the checked file's intermediate form."""
+
+    def __init__(self, program, key: str, tree):
+        self._program, self._key, self.tree = program, key, tree
+
+    def __call__(self, hit) -> list[str]:
+        where = getattr(hit.helper, "path", None) or self._key
+        return self._program.lines_at(where)
+
+    def file_lines(self) -> list[str]:
+        return self._program.lines_at(self._key)
+
+
+def core_hits(text: str, path: str, tree=None) -> tuple[list, SourceLines]:
+    """The core's hits in ``path``'s own code, each once, and a reader of their sources'
+    lines. ``tree``: the file's intermediate form when a front end made it already (the
+    Fixit rule and the codemod lower libcst's module); Python's parser lowers it otherwise."""
     from cgguard.static.core.program import Program
     from cgguard.static.driver.projectroot import project_root
     from cgguard.static.rules.model import MODEL
 
     root = project_root(os.path.dirname(os.path.abspath(path))) if path else None
     program = Program(MODEL, root)
-    module = program.add(path, text)
+    module = program.add(path, text, tree)
     key = module.path
     hits = [h for h in program.hits(module) if h.path is None or h.path == key]
     hits += [h for h in program.landing_hits(module) if h.path == key]
-    if not hits:
-        return []
-    _check_depth(text, path)
-    from cgguard.static.driver import report
-
-    def source_lines(hit) -> list[str]:
-        where = getattr(hit.helper, "path", None) or key
-        return program.lines_at(where)
-
-    lines = program.lines_at(key)
-    return report.findings(_unique(hits), module.tree, text, lines, path, source_lines)
+    return _unique(hits), SourceLines(program, key, module.tree)
 
 
 def _unique(hits: list) -> list:
