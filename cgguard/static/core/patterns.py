@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from cgguard.static.core import ir
+from cgguard.static.core.needles import needles_of
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,7 @@ class Model:
 
     def needles(self) -> tuple[str, ...]:
         """Substrings one of which every source's text contains (the byte prefilter's)."""
-        names = sorted(self.source_attrs | self.source_lists, key=len)
-        kept: list[str] = []
-        for name in names:
-            if not any(k in name for k in kept):
-                kept.append(name)
-        return tuple(kept)
+        return needles_of(self.source_attrs | self.source_lists)
 
     def sink_words(self) -> tuple[str, ...]:
         """Words (lower case) one of which every sink's text contains."""

@@ -109,14 +109,22 @@ class Program:
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
         self.files: list[str] | None = None
 
+    def _forget(self) -> None:
+        self.modules.clear()
+        self.texts.clear()
+        self.facts.clear()
+        self.attr_summaries.clear()
+
     # ---- modules ---------------------------------------------------------------------
 
     def add(self, path: str, text: str, tree: ir.Module | None = None) -> ModuleInfo:
         """The module of ``text`` (the file checked), lowered unless ``tree`` is given."""
         key = os.path.abspath(path)
         found = self.modules.get(key)
-        if found is not None:
+        if found is not None and self.texts.get(key) == text and tree is None:
             return found
+        if found is not None:
+            self._forget()  # the file changed (a fix): what was read from it is stale
         self.texts[key] = text
         info = self._index(key, tree if tree is not None else self._lower(text, path))
         self.modules[key] = info

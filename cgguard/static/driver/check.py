@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import os
 
+from cgguard.static.driver.context import RunContext
 from cgguard.static.driver.findings import Finding
 
 
-def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
+def check_source(
+    text: str, path: str, *, fast: bool = True, context: RunContext | None = None
+) -> list[Finding]:
     """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input.
 
     ``fast`` is kept for callers of the screen this replaced: both paths are the core's now.
+    ``context``: what the run has read already (a fresh one for this file alone if None).
     """
-    hits, source_lines = core_hits(text, path)
-    if not hits:
+    hits, source_lines = core_hits(text, path, context=context)
+    if not hits or source_lines is None:
         return []
     _check_depth(text, path)
     from cgguard.static.driver import report
@@ -48,16 +52,21 @@ class SourceLines:
         return self._program.lines_at(self._key)
 
 
-def core_hits(text: str, path: str, tree=None) -> tuple[list, SourceLines]:
+def core_hits(
+    text: str, path: str, tree=None, context: RunContext | None = None
+) -> tuple[list, SourceLines | None]:
     """The core's hits in ``path``'s own code, each once, and a reader of their sources'
     lines. ``tree``: the file's intermediate form when a front end made it already (the
     Fixit rule and the codemod lower libcst's module); Python's parser lowers it otherwise."""
-    from cgguard.static.core.program import Program
+    from cgguard.static.driver.prefilter import might_match
     from cgguard.static.driver.projectroot import project_root
-    from cgguard.static.rules.model import MODEL
 
+    if context is None:
+        context = RunContext()
     root = project_root(os.path.dirname(os.path.abspath(path))) if path else None
-    program = Program(MODEL, root)
+    if not might_match(text) and not context.imports_a_source(text, path, root):
+        return [], None  # no source here, and no module of the project it imports has one
+    program = context.program(root)
     module = program.add(path, text, tree)
     key = module.path
     hits = [h for h in program.hits(module) if h.path is None or h.path == key]

@@ -34,6 +34,12 @@ Sinks      stores and keywords named like a block count (:func:`is_block_count_n
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from cgguard.static.core.needles import needles_of
+
+if TYPE_CHECKING:
+    from cgguard.static.core.patterns import Model
 
 # ---- sources ------------------------------------------------------------------------
 
@@ -46,8 +52,8 @@ CAPTURE_LIST_NAMES = frozenset({"cudagraph_batch_sizes", "cudagraph_capture_size
 GETATTR = "getattr"
 
 # Every source above contains one of these substrings: a text without any of them
-# cannot hold a finding (the byte prefilter and the screen's needles).
-NEEDLES = ("capture_size", "batch_sizes")
+# cannot hold a finding (the byte prefilter's needles), derived from the sources.
+NEEDLES = needles_of(CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
 assert all(any(n in name for n in NEEDLES) for name in CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
 
 # ---- propagators --------------------------------------------------------------------
@@ -178,7 +184,8 @@ def is_capture_attr_name(value: object) -> bool:
 # ---- the model as patterns, read by the data-flow core ------------------------------
 
 
-def _model():
+def model() -> Model:
+    """The model the core reads (made per run: the core keeps nothing between runs)."""
     from cgguard.static.core.patterns import Model
 
     return Model(
@@ -218,4 +225,9 @@ def _model():
     )
 
 
-MODEL = _model()
+def __getattr__(name: str) -> object:
+    # ``MODEL``: made when asked (the byte prefilter imports this module for its needles
+    # alone, and the model's types import the core's form).
+    if name == "MODEL":
+        return model()
+    raise AttributeError(name)
