@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import textwrap
 
@@ -230,89 +229,6 @@ def test_call_argument():
     assert reach.call_argument(expr("g(*args)"), fn, "vllm_config") is None
 
 
-# ---- the driver's screen for helper flows (text only; the parse is a callback) -------------
-
-from cgguard.static.driver import helperscreen  # noqa: E402
-
-_DEF_RE = __import__("re").compile(r"[ \t]*(?:async[ \t]+)?def[ \t]")
-
-
-def _screen(code: str, returns_capture=lambda start, end: True) -> bool:
-    """needs_full_parse on ``code``, with chunks and enclosing functions found by indentation."""
-    lines = textwrap.dedent(code).lstrip("\n").splitlines(keepends=True)
-    text = "".join(lines)
-
-    def indent(line):
-        s = line.lstrip(" \t")
-        return None if not s.strip() or s.startswith("#") else len(line) - len(s)
-
-    def span_of(start):
-        base, end = indent(lines[start]), start + 1
-        while end < len(lines) and (indent(lines[end]) is None or indent(lines[end]) > base):
-            end += 1
-        return start, end
-
-    def enclosing(i):
-        level = indent(lines[i])
-        if _DEF_RE.match(lines[i]):
-            return span_of(i)
-        for j in range(i - 1, -1, -1):
-            ind = indent(lines[j])
-            if ind is None or ind >= level:
-                continue
-            if _DEF_RE.match(lines[j]):
-                return span_of(j)
-            level = ind
-        return None
-
-    chunks = sorted({enclosing(i) for i, line in enumerate(lines) if "capture_size" in line} - {None})
-    from cgguard.static.driver.screen import _SpanTrees
-
-    return helperscreen.needs_full_parse(text, lines, chunks, enclosing, returns_capture, _SpanTrees(lines, "t.py"))
-
-
-HELPER = """
-class ForkModelRunner(GPUModelRunner):
-    def _graph_tokens(self):
-        return self.compilation_config.max_cudagraph_capture_size or 1
-
-"""
-
-
-def test_screen_sends_helper_flows_to_the_full_parse():
-    assert _screen(HELPER + "    def init(self):\n        min_blocks = self._graph_tokens()\n")
-    # through a second helper that returns the first one's result
-    assert _screen(
-        HELPER
-        + "    def _count(self):\n        return self._graph_tokens()\n\n"
-        + "    def init(self):\n        self.cache_config.num_gpu_blocks_override = self._count()\n"
-    )
-
-
-def test_screen_keeps_the_fast_path_otherwise():
-    # only token buffers use the helper
-    assert not _screen(HELPER + "    def buffers(self):\n        self.input_ids = torch.zeros(self._graph_tokens())\n")
-    # a use at class level is never a block count
-    assert not _screen(HELPER + "    tokens_blocks = property(_graph_tokens)\n")
-    # the helper's own return does not carry the capture size (the parse says so)
-    assert not _screen(
-        HELPER + "    def init(self):\n        min_blocks = self._graph_tokens()\n",
-        returns_capture=lambda start, end: False,
-    )
-    # no function returning a value holds a capture size
-    assert not _screen(
-        """
-        class R:
-            def f(self):
-                self.n = self.compilation_config.max_cudagraph_capture_size
-                return
-
-            def g(self):
-                min_blocks = self.f()
-        """
-    )
-
-
 # ---- end to end, on the rules (issue 11) ------------------------------------------------
 
 from cgguard.static.driver.findings import SAFE, UNSAFE  # noqa: E402
@@ -422,44 +338,6 @@ def test_rule_page_lists_the_new_cases():
     } <= names
 
 
-def test_screen_is_linear_in_many_helpers():
-    import time
-
-    n = 6_000
-    code = "".join(
-        f"def f{i}(self):\n    return self.compilation_config.max_cudagraph_capture_size + {i}\n" for i in range(n)
-    ) + "def g(self):\n    num_blocks = f17(self)\n    return num_blocks\n"
-    parsed = []
-    started = time.perf_counter()
-    assert _screen(code, returns_capture=lambda s, e: parsed.append(s) or True)
-    assert time.perf_counter() - started < 10
-    assert len(parsed) == 1  # only the helper whose result reaches a block count is parsed
-
-
-@pytest.mark.parametrize(
-    "body, may",
-    [
-        ("return self.compilation_config.max_cudagraph_capture_size or 1", True),
-        ("cap = self.compilation_config.max_cudagraph_capture_size\n    n, m = cap, 1\n    return n", True),
-        ("a = b = self.cudagraph_batch_sizes[-1]\n    return b", True),
-        ("if (n := self.compilation_config.max_capture_size):\n        return n\n    return 0", True),
-        ("self.n = self.compilation_config.max_cudagraph_capture_size\n    return None if 0 else 1", False),
-        ("def inner():\n        return self.compilation_config.max_cudagraph_capture_size\n    return 1", True),
-        ("x = self.compilation_config.max_cudagraph_capture_size\n    return", False),
-    ],
-)
-def test_may_return_capture_over_approximates_the_flow(body, may):
-    # The function as a method (indented), its body one level deeper.
-    text = "    def f(self):\n" + textwrap.indent(body.replace("\n    ", "\n"), " " * 8) + "\n"
-    lines = text.splitlines(keepends=True)
-    assert helperscreen.may_return_capture(ast.parse("if 1:\n" + "".join(lines))) is may
-
-
-def test_may_return_capture_follows_parameter_defaults():
-    lines = ["def f(n=CONFIG.max_cudagraph_capture_size):\n", "    return n\n"]
-    assert helperscreen.may_return_capture(ast.parse("".join(lines[0:2])))
-
-
 # ---- a count stored in a dict that is splatted later -------------------------------
 
 from cgguard.static.driver.check import check_source  # noqa: E402
@@ -474,12 +352,11 @@ _SPLAT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("fast", [True, False])
-def test_a_splatted_dict_key_belongs_to_the_statement_that_stored_it(fast):
+def test_a_splatted_dict_key_belongs_to_the_statement_that_stored_it():
     """The finding, the lines its suppressions may sit on and the statement its fix lays
     out are where the count was put in the dict, not the later call that splats it."""
     plain = _SPLAT.replace("{on_store}", "").replace("{on_splat}", "")
-    [finding] = check_source(plain, "plugin.py", fast=fast)
+    [finding] = check_source(plain, "plugin.py")
     assert (finding.line, finding.stmt_lines) == (3, (3, 3))
     fixed = fix_source_text(plain, "plugin.py").new_text
     assert '    overrides["num_gpu_blocks_override"] = (\n' in fixed  # the store, in ruff's layout
