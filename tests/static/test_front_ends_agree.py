@@ -83,7 +83,10 @@ z = f(
     n for n in m if n
 )
 w = a or b or (c or d) and e and f
-s = a[1:2, ::3, :], a[i,], a[*b]
+s = a[1:2, ::3, :], a[i,], a[*b], a[(1):(2), (i), ::(3)], a[1:2:, *b], a[ : ], a[(i), ]
+r = a[
+    :, b, :
+]
 t = f"{x!r:>{w}} and {y}" "tail"
 def g(p, /, q: int = 1, *r, s, t: "T" = 2, v: (A | B), **u) -> None:
     async def h():

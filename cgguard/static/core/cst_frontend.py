@@ -330,18 +330,45 @@ class _Lowering:
             index = self.element(elements[0])
         else:
             # ``a[i, j]``: a tuple from the first element to the last (its comma included).
-            last = elements[-1]
-            end: cst.CSTNode = last if isinstance(last.comma, cst.MaybeSentinel) else last.comma  # type: ignore[assignment]
-            index = ir.Seq(
-                "tuple", tuple(self.element(e) for e in elements), self.between(elements[0], end)
-            )
+            items = tuple(self.element(e) for e in elements)
+            start = self.outer(elements[0].slice)[0]
+            comma = elements[-1].comma
+            if isinstance(comma, cst.Comma):
+                end = self.positions[comma].end
+            else:
+                end = self.outer(elements[-1].slice)[1]
+            index = ir.Seq("tuple", items, ir.Span(start.line, start.column, end.line, end.column))
         return ir.Subscript(self.expr(node.value), index, self.span(node))
+
+    def outer(self, node: cst.CSTNode) -> tuple[CodePosition, CodePosition]:
+        """Where ``node``'s code starts and ends with its own parentheses (a slice: from its
+        first part or colon to its last, as Python's tree has it)."""
+        if isinstance(node, cst.Index):
+            start, end = self.outer(node.value)
+            return (self.positions[node].start if node.star else start), end
+        if isinstance(node, cst.Slice):
+            first = self.positions[node.first_colon]
+            start = first.start if node.lower is None else self.outer(node.lower)[0]
+            if node.step is not None:
+                end = self.outer(node.step)[1]
+            elif isinstance(node.second_colon, cst.Colon):
+                end = self.positions[node.second_colon].end
+            elif node.upper is not None:
+                end = self.outer(node.upper)[1]
+            else:
+                end = first.end
+            return start, end
+        lpar, rpar = getattr(node, "lpar", ()), getattr(node, "rpar", ())
+        start = self.positions[lpar[0] if lpar else node].start
+        return start, self.positions[rpar[-1] if rpar else node].end
 
     def element(self, element: cst.SubscriptElement) -> ir.Expr:
         inner = element.slice
         if isinstance(inner, cst.Slice):
             parts = [p for p in (inner.lower, inner.upper, inner.step) if p is not None]
-            return ir.Opaque("slice", self.exprs(parts), self.span(inner))
+            start, end = self.outer(inner)
+            span = ir.Span(start.line, start.column, end.line, end.column)
+            return ir.Opaque("slice", self.exprs(parts), span)
         assert isinstance(inner, cst.Index)
         value = self.expr(inner.value)
         if inner.star is not None:
