@@ -14,7 +14,7 @@ from cgguard.static.workflow.config import Settings
 
 
 def split_lines(text: str) -> list[str]:
-    from cgguard.static.driver.sourcetext import split_lines as split
+    from cgguard.static.source.sourcetext import split_lines as split
 
     return split(text)
 
@@ -42,8 +42,9 @@ def module_reports(
         r = positions[node]
         return (r.start.line, r.start.column, r.end.line, r.end.column)
 
-    tree = lower_module(module, positions, text)
-    hits, source_lines = core_hits(text, path or "<unknown>", tree)
+    hits, source_lines = core_hits(
+        text, path or "<unknown>", lambda: lower_module(module, positions, text)
+    )
     if not hits:
         return [], settings
     ctx = Context(module, text, lines, position)

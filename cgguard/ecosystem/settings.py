@@ -24,9 +24,9 @@ from dataclasses import replace
 
 import libcst as cst
 
-from cgguard.static.driver.findings import Finding, Fix
 from cgguard.static.rules.base import SAFE, UNSAFE, Context, Report, RuleFix, Span
 from cgguard.static.rules.engine import statement_lines
+from cgguard.static.source.findings import Finding, Fix
 from cgguard.static.workflow.config import ConfigError, Settings, resolve
 from cgguard.static.workflow.selection import make_filter
 

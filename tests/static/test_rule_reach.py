@@ -231,9 +231,9 @@ def test_call_argument():
 
 # ---- end to end, on the rules (issue 11) ------------------------------------------------
 
-from cgguard.static.driver.findings import SAFE, UNSAFE  # noqa: E402
-from cgguard.static.driver.run import fix_source_text  # noqa: E402
 from cgguard.static.driver.check import check_source  # noqa: E402
+from cgguard.static.driver.run import fix_source_text  # noqa: E402
+from cgguard.static.source.findings import SAFE, UNSAFE  # noqa: E402
 from cgguard.static.workflow.ruledocs import get_rule  # noqa: E402
 
 

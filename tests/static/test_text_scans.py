@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cgguard.static.core.pyast import physical_lines
-from cgguard.static.driver import sourcetext
 from cgguard.static.driver.prefilter import TEXT_NEEDLES
+from cgguard.static.source import sourcetext
 
 PIECES = [
     "def", "def ", "def\t", "async def ", "undef ", "_def ", "édef ", "f", "num_blocks", "xnum_blocks", " is ",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from cgguard.static.driver.context import RunContext
-from cgguard.static.driver.findings import Finding
+from cgguard.static.source.findings import Finding
 
 
 def check_source(
@@ -56,8 +56,9 @@ def core_hits(
     text: str, path: str, tree=None, context: RunContext | None = None
 ) -> tuple[list, SourceLines | None]:
     """The core's hits in ``path``'s own code, each once, and a reader of their sources'
-    lines. ``tree``: the file's intermediate form when a front end made it already (the
-    Fixit rule and the codemod lower libcst's module); Python's parser lowers it otherwise."""
+    lines. ``tree``: the file's intermediate form, or what makes it, when a front end has one
+    (the Fixit rule and the codemod lower libcst's module, only for a file worth it);
+    Python's parser lowers it otherwise."""
     from cgguard.static.driver.prefilter import might_match
     from cgguard.static.driver.projectroot import project_root
 
@@ -67,7 +68,7 @@ def core_hits(
     if not might_match(text) and not context.imports_a_source(text, path, root):
         return [], None  # no source here, and no module of the project it imports has one
     program = context.program(root)
-    module = program.add(path, text, tree)
+    module = program.add(path, text, tree() if callable(tree) else tree)
     key = module.path
     hits = [h for h in program.hits(module) if h.path is None or h.path == key]
     hits += [h for h in program.landing_hits(module) if h.path == key]

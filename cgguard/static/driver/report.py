@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cgguard.static.core import ir
 from cgguard.static.core import flow as core
-from cgguard.static.driver.findings import Finding, Fix, TextEdit
-from cgguard.static.driver.sourcetext import SourceText
+from cgguard.static.core import ir
+from cgguard.static.source.findings import Finding, Fix, TextEdit
+from cgguard.static.source.sourcetext import SourceText
 
 Span = tuple[int, int, int, int]
 

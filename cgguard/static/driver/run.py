@@ -11,11 +11,11 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from cgguard.static.driver import sourcefile
-from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import has_needle, might_match, plain_bytes
 from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
+from cgguard.static.source import sourcefile
+from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip, discover
 
 # Filter applied to each file's findings before they are reported or fixed
