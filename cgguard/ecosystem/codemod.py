@@ -12,6 +12,8 @@ upstream's; without it the codemod CLI runs black.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
 from libcst.codemod import CodemodCommand
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -44,13 +46,13 @@ class BoundProfilingBlocks(CodemodCommand):
             todo = fixes_to_apply(found, span, settings)
             if not todo:
                 break
-            swap = {id(r.fix.replacement.old): r.fix.replacement.new for r in todo}
+            swap = {id(r.fix.replacement.old): r.fix.replacement.new for r in todo if r.fix}
             tree = tree.visit(_Swap(swap))
         return tree
 
 
 class _Swap(cst.CSTTransformer):
-    def __init__(self, swap: dict[int, cst.CSTNode]):
+    def __init__(self, swap: Mapping[int, cst.CSTNode]):
         super().__init__()
         self.swap = swap
 

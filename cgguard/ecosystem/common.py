@@ -4,6 +4,7 @@ order the reports, pick the fixes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -38,14 +39,14 @@ def module_reports(
     text = module.code
     lines = split_lines(text)
 
-    def position(node: cst.CSTNode) -> Span:
+    def position(node: Any) -> Span:
         r = positions[node]
         return (r.start.line, r.start.column, r.end.line, r.end.column)
 
     hits, source_lines = core_hits(
         text, path or "<unknown>", lambda: lower_module(module, positions, text)
     )
-    if not hits:
+    if not hits or source_lines is None:
         return [], settings
     ctx = Context(module, text, lines, position)
     found = reports(cst_hits(hits, module, position, source_lines), ctx)
@@ -67,7 +68,7 @@ def fixes_to_apply(
     taken: list[Report] = []
     claimed: list[tuple[tuple[int, int], tuple[int, int]]] = []
     for report in found:
-        if not applies(report.fix, settings):
+        if report.fix is None or not applies(report.fix, settings):
             continue
         first, c0, last, c1 = position(report.fix.replacement.old)
         span = ((first, c0), (last, c1))

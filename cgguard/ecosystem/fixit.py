@@ -19,6 +19,8 @@ display-only ones always, unsafe ones unless the settings say ``unsafe-fixes = t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 from fixit import Invalid, LintRule, Valid
 from libcst.metadata import FilePathProvider, PositionProvider
@@ -32,7 +34,10 @@ def _cases(code: str, kind: str) -> list[str]:
     # no cases to run (which it would report as passing).
     from cgguard.static.workflow.ruledocs import get_rule
 
-    return [case.source() for case in get_rule(code).cases(kind)]
+    rule = get_rule(code)
+    if rule is None:
+        raise LookupError(f"cgguard's rules folder has no {code}: a broken install")
+    return [case.source() for case in rule.cases(kind)]
 
 
 # The core's reports for the module Fixit is linting now: both rules read them, so
@@ -40,7 +45,14 @@ def _cases(code: str, kind: str) -> list[str]:
 _last: list = [None, None]
 
 
-class _Engine:
+# The mixin reads LintRule's members; only a type checker sees it as one (see below).
+if TYPE_CHECKING:
+    from fixit import LintRule as _Rule
+else:
+    _Rule = object
+
+
+class _Engine(_Rule):
     """What both rules do (a mixin, not a LintRule: Fixit collects every LintRule
     subclass of this module as a rule)."""
 

@@ -326,7 +326,11 @@ class _Lowering:
 
     def subscript(self, node: cst.Subscript) -> ir.Expr:
         elements = node.slice
-        if len(elements) == 1 and isinstance(elements[0].comma, cst.MaybeSentinel):
+        alone = elements[0].slice if len(elements) == 1 else None
+        if isinstance(alone, cst.Index) and alone.star is not None:
+            # ``a[*b]``: Python's tree holds a tuple of one starred element.
+            index = ir.Seq("tuple", (self.element(elements[0]),), self.span(alone))
+        elif alone is not None and isinstance(elements[0].comma, cst.MaybeSentinel):
             index = self.element(elements[0])
         else:
             # ``a[i, j]``: a tuple from the first element to the last (its comma included).
