@@ -271,7 +271,6 @@ def _absolute(node: cst.CSTNode, newline: str) -> cst.CSTNode:
             changes[field.name] = new
     if isinstance(node, cst.ParenthesizedWhitespace):
         changes["indent"] = False
-        changes["first_line"] = changes.get("first_line", node.first_line).with_changes(
-            newline=cst.Newline(value=newline)
-        )
+        first: cst.TrailingWhitespace = changes.get("first_line", node.first_line)  # type: ignore[assignment]
+        changes["first_line"] = first.with_changes(newline=cst.Newline(value=newline))
     return node.with_changes(**changes) if changes else node

@@ -18,23 +18,12 @@ from itertools import accumulate
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
 from cgguard.static.core import ir
 from cgguard.static.core.flow import TOKEN, Hit
-
-# How safe a fix is to apply (ruff's terms, the strings findings carry).
-SAFE = "safe"
-UNSAFE = "unsafe"
-DISPLAY_ONLY = "display-only"
+from cgguard.static.source.findings import DISPLAY_ONLY, SAFE, UNSAFE, TextEdit
 
 REQUEST_PLACEHOLDER = "<request count>"
 # Messages and fix descriptions quote code; they stay one readable line even for generated
 # code with huge expressions.
 MAX_QUOTE = 160
-
-
-@dataclass(frozen=True)
-class TextEdit:
-    start: int  # character offsets into the source text
-    end: int
-    text: str
 
 
 @dataclass(frozen=True)
