@@ -56,12 +56,13 @@ def quote(lines: list[str], node: ir.Node) -> str:
     return one_line(text_at(lines, node.span))
 
 
-def bound_text(hit: Hit, lines: list[str]) -> str:
-    """The bounded count as the message shows it."""
+def bound_text(hit: Hit, lines: list[str], source_lines: list[str] | None = None) -> str:
+    """The bounded count as the message shows it. ``source_lines``: the lines of the module
+    holding the hit's source, where it is not this file (a helper's return)."""
     rw = hit.rewrite
     request = hit.request or REQUEST_PLACEHOLDER
     if rw is None:
-        return bound_source(request, quote(lines, hit.source))
+        return bound_source(request, quote(source_lines or lines, hit.source))
     if rw.insert and isinstance(rw.target, ir.Call):
         text = one_line(_with_first_arg_text(lines, rw.target, request))
         return f"{text} or {_fallback_text(rw.fallbacks, lines)}" if rw.has_fallback else text
