@@ -195,6 +195,7 @@ class NoResolver:
 _REQUEST = object()
 _TOKENS = object()
 _SOURCE_LIST = object()
+_SOURCE_ELEMENT = object()
 
 _SKIPPED = (ir.Lambda, ir.Comprehension)
 
@@ -287,6 +288,10 @@ class ScopeFlow:
             index = node.index
             if _is_minus_one(index) and self._source_list(node.value):
                 return Taint(TOKEN, node)
+            if isinstance(index, ir.Const) and isinstance(index.value, str):
+                held = self.env.get(f"{dotted(node.value)}[{index.value!r}]")
+                if isinstance(held, Taint):
+                    return held
             if isinstance(node.value, ir.Call) and _int(index) is not None:
                 summary = self.resolver.member(node.value)
                 if summary is not None and summary.index == _int(index):
@@ -309,7 +314,7 @@ class ScopeFlow:
                 if summary.index is not None:
                     return None
                 return Taint(summary.kind, summary.source, call=node, helper=summary)
-            passed = self._passed(node, None)
+            passed = self._passed(self._unpartial(node), None)
             if passed is not None:
                 return passed
             callee = last_name(node.func)
@@ -389,8 +394,26 @@ class ScopeFlow:
             return replace(taint, kind=kind, through=taint.through or f"{name}()")
         return None
 
-    def _source_list(self, node: ir.Expr) -> bool:
-        return isinstance(node, ir.Name) and self.env.get(node.id) is _SOURCE_LIST
+    def _source_list(self, node: ir.Expr, depth: int = 0) -> bool:
+        """A list of sources: a local holding one, a sorted or filtered copy of one."""
+        if isinstance(node, ir.Name) and self.env.get(node.id) is _SOURCE_LIST:
+            return True
+        if depth > 8:
+            return False
+        if isinstance(node, ir.Name | ir.Attribute):
+            return self.model.is_source_list(node)
+        if isinstance(node, ir.Call) and last_name(node.func) in self.model.collection_calls:
+            args = _positional(node)
+            return bool(args) and not args[0].star and self._source_list(args[0].value, depth + 1)
+        if isinstance(node, ir.Comprehension) and node.kind in ("list", "generator", "set"):
+            first = node.generators[0]
+            return (
+                isinstance(first.target, ir.Name)
+                and isinstance(node.elt, ir.Name)
+                and node.elt.id == first.target.id
+                and self._source_list(first.iter, depth + 1)
+            )
+        return False
 
     def _tainted(self, node: ir.Expr) -> bool:
         return self.taint_of(node) is not None
@@ -483,9 +506,14 @@ class ScopeFlow:
                 a.value is entry for a in _positional(node)
             )
             return self.locate(entry, node if positional else None)
-        if not self.taint_of(node):
+        taint = self.taint_of(node)
+        if not taint:
             return None
-        if self.model.is_source(node) or isinstance(node, ir.Name | ir.Attribute | ir.Subscript):
+        if (
+            taint.source is node
+            or self.model.is_source(node)
+            or isinstance(node, ir.Name | ir.Attribute | ir.Subscript)
+        ):
             return Rewrite(node, False, _needs_parens(node, parent))
         if isinstance(node, ir.BoolOp):
             values = list(node.values)
@@ -503,6 +531,10 @@ class ScopeFlow:
         if isinstance(node, ir.UnaryOp):
             return self.locate(node.operand, node)
         if isinstance(node, ir.IfExp):
+            if self._compares_count(node.test):
+                # ``cap if cap <= n else n``: a clamp by something else than a request
+                # count (a min() in another form): the whole expression is the count.
+                return Rewrite(node, False, _needs_parens(node, parent))
             return self.locate(node.body, node) or self.locate(node.orelse, node)
         if isinstance(node, ir.NamedExpr):
             return self.locate(node.value, node)
@@ -579,6 +611,10 @@ class ScopeFlow:
         if isinstance(node, ir.Call) and not node.args:
             base = self._resolve(node.func, depth)
             return f"{base}()" if base is not None else None
+        if isinstance(node, ir.Call) and last_name(node.func) in self.model.collection_calls:
+            return self._resolve(node.args[0].value, depth + 1) if node.args else None
+        if isinstance(node, ir.Comprehension) and depth < 8:
+            return self._resolve(node.generators[0].iter, depth + 1)
         return None
 
     def _request_from_chain(self, chain: str) -> str | None:
@@ -748,8 +784,10 @@ class ScopeFlow:
                 env[key] = _TOKENS
             elif all(v is _REQUEST for v in values):
                 env[key] = _REQUEST
-            elif all(v is _SOURCE_LIST for v in values):
-                env[key] = _SOURCE_LIST
+            elif any(v is _SOURCE_ELEMENT for v in values):
+                env[key] = _SOURCE_ELEMENT
+            elif any(v is _SOURCE_LIST for v in values):
+                env[key] = _SOURCE_LIST  # a list of sources on one path may hold the largest
             elif all(isinstance(v, SplatDict) for v in values):
                 env[key] = SplatDict.merged(values)
         aliases: dict[str, ir.Expr] = {}
@@ -816,6 +854,9 @@ class ScopeFlow:
             else:
                 self.expr(node.iter)
                 self.forget(node.target)
+                if isinstance(node.target, ir.Name) and self._source_list(node.iter):
+                    self.env[node.target.id] = _SOURCE_ELEMENT  # one size of the list
+                    self.aliases[node.target.id] = node.iter
             pre = self.snapshot()
             state = pre
             for _ in range(2):
@@ -860,6 +901,29 @@ class ScopeFlow:
         elif isinstance(node, ir.Other):
             for child in node.exprs:
                 self.expr(child)
+
+    def _unpartial(self, call: ir.Call) -> ir.Call:
+        """``f(x)`` where the local ``f`` is ``partial(g, a)``: the call ``g(a, x)``."""
+        if not isinstance(call.func, ir.Name):
+            return call
+        bound = self.aliases.get(call.func.id)
+        if not (
+            isinstance(bound, ir.Call)
+            and last_name(bound.func) in self.model.partial_calls
+            and bound.args
+            and not bound.args[0].star
+            and bound.args[0].keyword is None
+        ):
+            return call
+        return ir.Call(bound.args[0].value, bound.args[1:] + call.args, call.span)
+
+    def _compares_count(self, test: ir.Expr) -> bool:
+        """A one-comparison test with a followed count on one side (``cap <= n``)."""
+        if not isinstance(test, ir.Compare) or len(test.ops) != 1:
+            return False
+        if test.ops[0] not in ("<", "<=", ">", ">="):
+            return False
+        return any(self.taint_of(side) is not None for side in (test.left, test.comparators[0]))
 
     def _clamped(self, test: ir.Expr) -> tuple[str | None, str | None]:
         """``if x > R:`` / ``if x <= R:``: which branch knows ``x`` is at most a request count."""
@@ -1006,7 +1070,7 @@ class ScopeFlow:
         result: object | None
         if self._store_sink(target):
             result = self.sink(value, sink=key, parent=parent)
-        elif m.placement(name) and isinstance(target, ir.Name) and self.function:
+        elif m.placement(name) and self.function and _local_place(target):
             result = self.pending(value, sink=key, parent=parent)
         else:
             result = self.taint_of(value)
@@ -1017,7 +1081,7 @@ class ScopeFlow:
                 splat = self._splat_dict(value)
                 if splat is not None:
                     result = splat
-                elif isinstance(target, ir.Name) and last_name(value) in m.source_lists:
+                elif isinstance(target, ir.Name) and self._source_list(value):
                     result = _SOURCE_LIST
                 else:
                     kind = self.count_kind(value)
@@ -1027,7 +1091,7 @@ class ScopeFlow:
         else:
             self.env[key] = result
         if isinstance(target, ir.Name):
-            if isinstance(value, ir.Name | ir.Attribute | ir.Call):
+            if isinstance(value, ir.Name | ir.Attribute | ir.Call | ir.Comprehension):
                 self.aliases[target.id] = value
             else:
                 self.aliases.pop(target.id, None)
@@ -1057,6 +1121,14 @@ class ScopeFlow:
         name = index.value if isinstance(index, ir.Const) and isinstance(index.value, str) else None
         m = self.model
         if key is None or name is None or not (m.keyword_sink(name) or m.budget_sink(name)):
+            if key is not None and name is not None and self.function:
+                # ``sizes["tokens"] = <count>``: the entry is read back as ``sizes["tokens"]``.
+                taint = self.taint_of(value)
+                entry = f"{key}[{name!r}]"
+                if taint is None:
+                    self.env.pop(entry, None)
+                else:
+                    self.env[entry] = taint
             self.escapes(value)
             return
         held = self.env.get(key)
@@ -1093,6 +1165,19 @@ class ScopeFlow:
         m = self.model
         sunk: set[int] = set()
         callee = last_name(node.func)
+        if (
+            callee in m.element_stores
+            and isinstance(node.func, ir.Attribute)
+            and isinstance(node.func.value, ir.Name)
+            and len(node.args) == 1
+            and isinstance(node.args[0].value, ir.Name)
+            and self.env.get(node.args[0].value.id) is _SOURCE_ELEMENT
+        ):
+            self.env[node.func.value.id] = _SOURCE_LIST  # ``sizes.append(size)``
+            element = self.aliases.get(node.args[0].value.id)
+            if element is not None:
+                self.aliases[node.func.value.id] = element
+        node = self._unpartial(node)
         args = [a for a in _positional(node) if not a.star]
         if callee in m.setattr_calls and len(args) == 3:
             name = args[1].value
@@ -1129,6 +1214,17 @@ class ScopeFlow:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def _local_place(target: ir.Expr) -> bool:
+    """A local, or a field of a local object (``settings.num_blocks``), not of ``self``."""
+    if isinstance(target, ir.Name):
+        return True
+    return (
+        isinstance(target, ir.Attribute)
+        and isinstance(target.value, ir.Name)
+        and target.value.id not in ("self", "cls")
+    )
 
 
 def _ref_id(read: ir.Call | ir.Attribute) -> int:

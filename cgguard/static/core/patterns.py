@@ -21,6 +21,9 @@ class Model:
     source_attrs: frozenset[str]  # ``<x>.name`` and ``getattr(<x>, "name"[, default])``
     source_lists: frozenset[str]  # ``<x>.name[-1]`` and ``max(<x>.name)``: the largest
     # ---- propagators -------------------------------------------------------------------
+    collection_calls: frozenset[str]  # ``sorted(sizes)``: still a list of sources
+    element_stores: frozenset[str]  # ``lst.append(size)``: ``lst`` becomes a list of sources
+    partial_calls: frozenset[str]  # ``partial(f, a)``: calling it calls ``f(a, ...)``
     passthrough_calls: frozenset[str]  # ``f(x, ...)`` carries ``x``'s count
     widening_calls: frozenset[str]  # ``max(x, ...)``: still the count (the second rule's kind)
     # ---- sanitizers --------------------------------------------------------------------

@@ -191,6 +191,9 @@ def model() -> Model:
     return Model(
         source_attrs=CAPTURE_SIZE_ATTRS,
         source_lists=CAPTURE_LIST_NAMES,
+        collection_calls=frozenset({"sorted", "list", "tuple"}),
+        element_stores=frozenset({"append"}),
+        partial_calls=frozenset({"partial"}),
         passthrough_calls=PASSTHROUGH_CALLS,
         widening_calls=frozenset({"max"}),
         clamp_calls=frozenset({"min"}),
