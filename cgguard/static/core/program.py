@@ -256,11 +256,10 @@ class Program:
         if "." in name:
             head, _, rest = name.partition(".")
             spec = module.imports.get(head)
-            if spec is None or spec[1] is not None:
+            if spec is None:
                 return None
-            target = self.module_named(
-                spec[0] + ("." + rest.rsplit(".", 1)[0] if "." in rest else "")
-            )
+            base = spec[0] if spec[1] is None else f"{spec[0]}.{spec[1]}"
+            target = self.module_named(base + ("." + rest.rsplit(".", 1)[0] if "." in rest else ""))
             return None if target is None else target.classes.get(rest.rsplit(".", 1)[-1])
         found = module.classes.get(name)
         if found is not None:
@@ -540,7 +539,7 @@ class Program:
         the rest cannot hold a hit (what they call is summarised when a walk asks).
         """
         lines = self._lines(module)
-        words = set(self.model.needles())
+        words = set(self.model.needles()) | self._imported_words(module)
         funcs = list(_all_functions(module))
         flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
         done: set[int] = set()
@@ -627,6 +626,43 @@ class Program:
             module.lines = physical_lines(self.texts.get(module.path, ""))
         return module.lines
 
+    def _names_a_source(self, module: ModuleInfo) -> bool:
+        text = self.texts.get(module.path, "")
+        return any(n in text for n in self.model.needles())
+
+    def _imported_words(self, module: ModuleInfo) -> set[str]:
+        """Names in ``module`` that bring a count from the project's other modules: imported
+        helpers returning one, members that base classes of other modules set or return."""
+        words: set[str] = set()
+        for local, (name, attr) in module.imports.items():
+            if attr is None:
+                target = self.module_named(name)
+                if target is not None and target is not module and self._names_a_source(target):
+                    words |= {f.name for f in target.functions.values() if self._carries(f)}
+                continue
+            where = self.imported(module, local)
+            if where is None or not where[1] or not self._names_a_source(where[0]):
+                continue
+            func = self.function_named(where[0], where[1])
+            if func is not None and self._carries(func):
+                words.add(local)
+        for cls in module.classes.values():
+            for base in self.mro(cls):
+                if base is cls or base.module is module or not self._names_a_source(base.module):
+                    continue
+                for func in base.methods.values():
+                    flow = self.function_flow(func)
+                    if flow is None:
+                        continue
+                    words.update(st.attr for st in flow.stored if st.attr)
+                    if flow.returns:
+                        words.add(func.name)
+        return words
+
+    def _carries(self, func: FunctionInfo) -> bool:
+        summary = self.summary(func)
+        return summary is not None and summary.kind in (TOKEN, MAX)
+
     def _class_info(self, module: ModuleInfo, node: ir.ClassDef | None) -> ClassInfo | None:
         if node is None:
             return None
@@ -651,15 +687,28 @@ class Program:
             sunk |= flow.sunk_calls
             other |= flow.other_uses
         sunk -= other
-        names = {s.name for s in summaries.values()}
+        spellings: dict[int, set[str]] = {}
+        for key, summary in summaries.items():
+            spelled = {summary.name}
+            if summary.attr is None and summary.path != module.path:
+                for local, (_, attr) in module.imports.items():
+                    if attr is not None and self.function_named(module, local) is summary.function:
+                        spelled.add(local)  # ``from m import helper as alias``
+            spellings[key] = spelled
+        names = set().union(*spellings.values())
         refs = _references(module.tree, names, self._lines(module))
         moved: set[int] = set()
         extra: list[Hit] = []
         for key, summary in summaries.items():
-            mine = [r for r in refs if _spelled(r) == summary.name]
+            mine = [r for r in refs if _spelled(r) in spellings[key]]
             if not all(id(r) in sunk for r in mine):
                 continue
-            if summary.path != module.path and self._used_elsewhere(summary):
+            if summary.path != module.path and (
+                summary.attr is not None or self._used_elsewhere(summary)
+            ):
+                # A member a base class of another module sets: the subclass's use makes it
+                # the count (the base may be shared); an imported helper's count moves to
+                # its return only where its own module uses it for nothing else.
                 continue
             moved.add(key)
             for ret in summary.returns:
@@ -692,7 +741,6 @@ class Program:
             return True
         flows = [self.function_flow(f) for f in _all_functions(module)]
         refs = _references(module.tree, {summary.name}, self._lines(module))
-        refs = [r for r in refs if not isinstance(r, ir.Attribute) or summary.attr is None]
         sunk: set[int] = set()
         for flow in flows:
             if flow is not None:

@@ -20,6 +20,10 @@ _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*\(?([\w \t,\\
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w., \t]+)", re.M)
 
 
+# How many imports away a source may be for a file without one to be read.
+MAX_IMPORT_DEPTH = 3
+
+
 class RunContext:
     def __init__(self) -> None:
         self.programs: dict[str | None, Program] = {}
@@ -34,26 +38,32 @@ class RunContext:
             found = self.programs[root] = Program(model(), root)
         return found
 
-    def imports_a_source(self, text: str, path: str, root: str | None) -> bool:
-        """Does ``text`` import a module of its project whose text names a source?"""
-        if root is None:
+    def imports_a_source(self, text: str, path: str, root: str | None, depth: int = 0) -> bool:
+        """Does ``text`` import a module of its project whose text names a source, or
+        imports one that does (a base class two modules up)?"""
+        if root is None or depth > MAX_IMPORT_DEPTH:
             return False
         program = self.program(root)
         package = program.dotted_of(os.path.abspath(path)) or ""
         for module in _imported(text, package, path.endswith("__init__.py")):
             file = program.module_file(module)
-            if file is not None and self._names_a_source(file, program):
+            if file is not None and self._leads_to_a_source(file, program, root, depth):
                 return True
         return False
 
-    def _names_a_source(self, file: str, program: Program) -> bool:
+    def _leads_to_a_source(self, file: str, program: Program, root: str, depth: int) -> bool:
         if file not in self.sourced:
+            self.sourced[file] = False  # while it is read: an import cycle leads nowhere
             try:
                 with open(file, "rb") as fh:
                     data = fh.read()
             except OSError:
                 data = b""
-            self.sourced[file] = any(n.encode() in data for n in program.model.needles())
+            found = any(n.encode() in data for n in program.model.needles())
+            if not found and b"import" in data:
+                text = data.decode("utf-8", errors="replace")
+                found = self.imports_a_source(text, file, root, depth + 1)
+            self.sourced[file] = found
         return self.sourced[file]
 
 
