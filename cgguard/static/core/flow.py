@@ -707,9 +707,9 @@ class ScopeFlow:
         taint = self.taint_of(value)
         if taint is None:
             return None
-        if taint.pending is None and not taint.reported:
-            if not (self.summarising and taint.source in self._seed_sources):
-                taint = replace(taint, pending=self._hit(taint, value, sink, parent))
+        seeded = self.summarising and taint.source in self._seed_sources
+        if taint.pending is None and not taint.reported and not seeded:
+            taint = replace(taint, pending=self._hit(taint, value, sink, parent))
         self._pending[id(value)] = taint
         return taint
 
@@ -1013,6 +1013,7 @@ class ScopeFlow:
             if taint is None or index is None:
                 return False
         self.forget(target)
+        assert index is not None
         element = elements[index]
         key = dotted(element)
         if key is not None:
@@ -1106,9 +1107,11 @@ class ScopeFlow:
         out: list[tuple[str, ir.Expr]] = []
         if isinstance(value, ir.Dict):
             for k, v in zip(value.keys, value.values, strict=True):
-                if isinstance(k, ir.Const) and isinstance(k.value, str):
-                    if self.model.keyword_sink(k.value) or self.model.budget_sink(k.value):
-                        out.append((k.value, v))
+                key = k.value if isinstance(k, ir.Const) else None
+                if isinstance(key, str) and (
+                    self.model.keyword_sink(key) or self.model.budget_sink(key)
+                ):
+                    out.append((key, v))
         elif isinstance(value, ir.Call) and _is_name(value.func, "dict"):
             for a in value.args:
                 if a.keyword is not None and self.model.keyword_sink(a.keyword):
@@ -1201,10 +1204,10 @@ class ScopeFlow:
                 self.sink(arg.value, sink=f"{callee}(...)")
                 sunk.add(id(arg))
         for arg_value, sink in self.resolver.sinking(node, self._tainted):
-            arg = next((a for a in node.args if a.value is arg_value), None)
-            if arg is not None and id(arg) not in sunk:
+            handed = next((a for a in node.args if a.value is arg_value), None)
+            if handed is not None and id(handed) not in sunk:
                 self.sink(arg_value, sink=sink)
-                sunk.add(id(arg))
+                sunk.add(id(handed))
         if callee not in m.quiet_calls:
             # Handed to a call that is no sink: a member's count used otherwise. A block-named
             # local's count does not become a finding there (a launch grid's tiles, a buffer).

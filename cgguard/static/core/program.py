@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from cgguard.static.core import ir
 from cgguard.static.core.flow import (
@@ -191,11 +192,15 @@ class Program:
                 info.classes[stmt.name] = cls
             elif isinstance(stmt, ir.Import):
                 self._imports(info, stmt)
-            elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Call):
-                if last_name(stmt.value.func) in _PARTIAL and stmt.value.args:
-                    for target in stmt.targets:
-                        if isinstance(target, ir.Name):
-                            info.partials[target.id] = stmt.value.args[0].value
+            elif (
+                isinstance(stmt, ir.Assign)
+                and isinstance(stmt.value, ir.Call)
+                and last_name(stmt.value.func) in _PARTIAL
+                and stmt.value.args
+            ):
+                for target in stmt.targets:
+                    if isinstance(target, ir.Name):
+                        info.partials[target.id] = stmt.value.args[0].value
         return info
 
     def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:
@@ -509,11 +514,11 @@ class Program:
         return kinds
 
     def passing(self, func: FunctionInfo, call: ir.Call) -> Passed | None:
-        args = []
+        args: list[tuple[ir.Expr, Callable[[], list[tuple[str, int | None]]]]] = []
         for param in _passable(func):
             arg = _argument(call, func, param)
             if arg is not None:
-                args.append((arg, (lambda p=param: self.param_returns(func, p))))
+                args.append((arg, partial(self.param_returns, func, param)))
         return (func.name, args) if args else None
 
     def sinking(
@@ -736,7 +741,7 @@ class Program:
 
     def _used_elsewhere(self, summary: Summary) -> bool:
         """A helper of another module used otherwise in its own module (a buffer's size)."""
-        module = self.module_at(summary.path)
+        module = self.module_at(summary.path) if summary.path is not None else None
         if module is None:
             return True
         flows = [self.function_flow(f) for f in _all_functions(module)]
@@ -836,9 +841,9 @@ def _all_functions(module: ModuleInfo) -> Iterator[FunctionInfo]:
         yield from cls.methods.values()
     known = {id(f.node) for f in module.functions.values()}
     known |= {id(f.node) for c in module.classes.values() for f in c.methods.values()}
-    for node, cls in _nested_functions(module.tree.body, None):
+    for node, owner in _nested_functions(module.tree.body, None):
         if id(node) not in known:
-            yield FunctionInfo(node, cls, module.path)
+            yield FunctionInfo(node, owner, module.path)
 
 
 def _nested_functions(

@@ -74,6 +74,8 @@ def _non_overlapping(findings: list[Finding]) -> tuple[list[Finding], list[TextE
     edits: list[TextEdit] = []
     claimed = _Spans()
     for f in findings:
+        if f.fix is None:
+            continue
         mine = [(e.start, e.end) for e in f.fix.edits]
         if any(_overlap(a, b) for i, a in enumerate(mine) for b in mine[i + 1 :]):
             continue  # a malformed fix (its own edits collide): never applied

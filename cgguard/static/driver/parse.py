@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
+from typing import Any
 
 
 def parse(source: str, path: str):
@@ -88,7 +90,7 @@ class Positions:
     def __init__(self, module, offset: int):
         self.module = module
         self.offset = offset
-        self._ranges = None
+        self._ranges: Mapping[Any, Any] | None = None
 
     def __call__(self, node) -> tuple[int, int, int, int]:
         if self._ranges is None:
@@ -104,6 +106,7 @@ class Positions:
                 # RecursionError may surface as a KeyError from its position bookkeeping.
                 # Either way the file is too deeply nested, as a parse that fails is.
                 raise RecursionError("too deeply nested to find positions") from exc
+        assert self._ranges is not None
         r = self._ranges[node]
         return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
 

@@ -288,6 +288,13 @@ def _not_written(result: FileResult, reason: str | None) -> FileResult:
     return result
 
 
+def _guarded_result(path: str, work: Callable[[str], FileResult]) -> FileResult:
+    """:func:`_guarded` for work that always gives a result."""
+    found = _guarded(path, work)
+    assert isinstance(found, FileResult)
+    return found
+
+
 def _guarded(path: str, work: Callable[[str], FileResult | str]) -> FileResult | str:
     """Run one file's work; an unexpected exception becomes that file's error line
     (with the traceback kept for --verbose) and the run goes on."""
@@ -335,7 +342,7 @@ def check_paths(
     context = RunContext()
 
     def work(item: tuple[str, FileError | None], text: str) -> FileResult:
-        return _guarded(item[0], lambda p: check_text(text, p, finding_filter, context))
+        return _guarded_result(item[0], lambda p: check_text(text, p, finding_filter, context))
 
     def before_fork() -> None:
         # The stages every file the screen leaves goes through, imported once in the parent.
@@ -373,7 +380,7 @@ def fix_paths(
             run.files.append(_not_checked(path, error))
         else:
             run.files.append(
-                _guarded(
+                _guarded_result(
                     path,
                     lambda p: fix_file(
                         p, finding_filter, write=write, unsafe=unsafe, diff_base=run.diff_base
