@@ -1189,14 +1189,16 @@ class ScopeFlow:
                 sunk.add(id(args[2]))
         replacing = callee in m.replace_calls
         for arg in node.args:
-            if arg.keyword is not None and (
-                m.keyword_sink(arg.keyword) or m.budget_sink(arg.keyword)
-            ):
-                if arg.keyword in m.store_sinks and not replacing and callee != "dict":
-                    pass  # ``f(num_gpu_blocks_override=n)`` of an unknown f: a keyword sink too
+            if arg.keyword is None:
+                continue
+            # ``replace(obj, num_gpu_blocks_override=n)`` stores the field; any call's
+            # ``num_blocks=`` (the keyword sinks) receives the count.
+            stored = replacing and arg.keyword in m.store_sinks
+            if stored or m.keyword_sink(arg.keyword) or m.budget_sink(arg.keyword):
                 self.sink(arg.value, sink=f"{arg.keyword}=")
                 sunk.add(id(arg))
-            elif arg.star == "**":
+        for arg in node.args:
+            if arg.star == "**":
                 self._splatted(arg.value)
                 sunk.add(id(arg))
         if callee and m.builder(callee) and not any(self._is_request(a.value) for a in args):
