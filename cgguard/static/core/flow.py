@@ -170,6 +170,9 @@ class Resolver(Protocol):
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         """The summary of the helper a call calls or the member a read reads."""
 
+    def requests(self, node: ir.Call | ir.Attribute) -> bool:
+        """Does the helper a call calls (the property a read reads) return a request count?"""
+
     def passing(self, call: ir.Call) -> Passed | None:
         """What a call hands through from its arguments to its result."""
 
@@ -182,6 +185,9 @@ class Resolver(Protocol):
 class NoResolver:
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         return None
+
+    def requests(self, node: ir.Call | ir.Attribute) -> bool:
+        return False
 
     def passing(self, call: ir.Call) -> Passed | None:
         return None
@@ -448,10 +454,8 @@ class ScopeFlow:
                     kind = TOKENS
             if kind is None and key is None:
                 kind = _OPAQUE
-            if kind is None and isinstance(node, ir.Attribute):
-                summary = self.resolver.member(node)
-                if summary is not None and summary.kind == REQUESTS:
-                    kind = REQUESTS
+            if kind is None and isinstance(node, ir.Attribute) and self.resolver.requests(node):
+                kind = REQUESTS
             if kind is not None:
                 kinds.add(kind)
             return
@@ -470,8 +474,7 @@ class ScopeFlow:
                 if args and not args[0].star:
                     self._leaf_kinds(args[0].value, kinds, depth + 1)
                     return
-            summary = self.resolver.member(node)
-            if summary is not None and summary.kind == REQUESTS:
+            if self.resolver.requests(node):
                 kinds.add(REQUESTS)
                 return
         kinds.add(_OPAQUE)
@@ -492,10 +495,8 @@ class ScopeFlow:
                 key = dotted(sub)
                 if key and self.env.get(key) is _REQUEST:
                     return True
-            if isinstance(sub, ir.Call | ir.Attribute):
-                summary = self.resolver.member(sub)
-                if summary is not None and summary.kind == REQUESTS:
-                    return True
+            if isinstance(sub, ir.Call | ir.Attribute) and self.resolver.requests(sub):
+                return True
         return False
 
     def locate(self, node: ir.Expr, parent: object | None) -> Rewrite | None:

@@ -71,6 +71,7 @@ class ModuleInfo:
     # local name -> the function a ``functools.partial`` of it stands for
     partials: dict[str, ir.Expr] = field(default_factory=dict)
     lines: list[str] | None = None
+    carriers: set[int] | None = None  # see Program._carriers
 
 
 @dataclass(eq=False)
@@ -81,6 +82,7 @@ class FunctionFacts:
     params: dict[str, ScopeFlow] = field(default_factory=dict)
     busy: bool = False
     params_busy: set[str] = field(default_factory=set)
+    requests: bool | None = None  # returns a request count (None: not asked yet)
 
 
 class Program:
@@ -332,8 +334,11 @@ class Program:
         """Attribute name -> the class's own methods that assign it (read once per class)."""
         if cls.setters is None:
             cls.setters = {}
+            lines = self._lines(cls.module)
             for func in cls.methods.values():
-                for name in _assigned_attrs(func.node):
+                # From the text (a superset: the flow of each method then says what it sets),
+                # so that methods setting nothing wanted are never lowered.
+                for name in _assigned_attrs_text(lines, func.node.span):
                     cls.setters.setdefault(name, []).append(func)
         return cls.setters
 
@@ -395,12 +400,13 @@ class Program:
 
     # ---- summaries -------------------------------------------------------------------
 
-    def function_flow(self, func: FunctionInfo) -> ScopeFlow | None:
-        """The function's own flow (its sources to its sinks, returns and stores)."""
+    def function_flow(self, func: FunctionInfo, *, walk: bool = False) -> ScopeFlow | None:
+        """The function's own flow (its sources to its sinks, returns and stores); None for
+        one whose text shows it can carry nothing, unless ``walk`` (its module's hits)."""
         facts = self.facts.setdefault(id(func.node), FunctionFacts())
         if facts.flow is not None or facts.busy:
             return facts.flow
-        if not self._worth(func):
+        if not walk and not self._worth(func):
             return None
         facts.busy = True
         try:
@@ -446,14 +452,50 @@ class Program:
         return facts.params[param]
 
     def _worth(self, func: FunctionInfo) -> bool:
-        return True
+        """Can the function's own flow find anything? Only if its text names a source or a
+        request count, or calls a function of its module that can (decided on the text)."""
+        module = self.module_at(func.path)
+        if module is None:
+            return False
+        if module.carriers is None:
+            module.carriers = self._carriers(module)
+        return (
+            id(func.node) in module.carriers
+            or func.cls is None
+            and func.name not in (module.functions)
+        )
+
+    def _carriers(self, module: ModuleInfo) -> set[int]:
+        """Ids of the module's functions whose text names a source or a request count, or the
+        name of one that does, to a fixpoint (text only: nothing is lowered for it)."""
+        lines = self._lines(module)
+        funcs = [*module.functions.values()]
+        for cls in module.classes.values():
+            funcs.extend(cls.methods.values())
+        words = set(self.model.needles()) | self._imported_names(module)
+        found: set[int] = set()
+        while True:
+            new = [
+                f for f in funcs if id(f.node) not in found and _mentions(lines, f.node.span, words)
+            ]
+            if not new:
+                return found
+            for f in new:
+                found.add(id(f.node))
+                words.add(f.name)
+                words |= _attrs_assigned_from(lines, f.node.span, words)
+
+    def _imported_names(self, module: ModuleInfo) -> set[str]:
+        """Names the module imports from its project (a helper there may carry a count)."""
+        if self.root is None:
+            return set()
+        return {local for local, (name, _) in module.imports.items() if self.module_file(name)}
 
     def summary(self, func: FunctionInfo) -> Summary | None:
+        """What the function's return carries (a source's count), or None."""
         flow = self.function_flow(func)
         if flow is None or not flow.returns:
-            if flow is not None and func.is_property is False:
-                return self._request_summary(func, flow)
-            return self._request_summary(func, flow) if flow is not None else None
+            return None
         first = flow.returns[0]
         rets = [r for r in flow.returns if r.index == first.index]
         return Summary(
@@ -467,12 +509,24 @@ class Program:
             func.path,
         )
 
-    def _request_summary(self, func: FunctionInfo, flow: ScopeFlow) -> Summary | None:
-        """A helper or property returning a request count."""
-        for stmt in _returns(ir.body_of(func.node)):
-            if stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS:
-                return Summary(func, REQUESTS, stmt.value, None, [], None, None, func.path)
-        return None
+    def returns_requests(self, func: FunctionInfo) -> bool:
+        """Does the function return a request count (a helper or a property)?"""
+        facts = self.facts.setdefault(id(func.node), FunctionFacts())
+        if facts.requests is None:
+            facts.requests = False  # while it is computed: recursion reads no
+            module = self.module_at(func.path)
+            text = (
+                "".join(self._lines(module)[func.node.span.line - 1 : func.node.span.end_line])
+                if module
+                else ""
+            )
+            if "return" in text and any(n in text for n in self.model.request_counts):
+                flow = self.function_flow(func, walk=True)
+                facts.requests = flow is not None and any(
+                    stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS
+                    for stmt in _returns(ir.body_of(func.node))
+                )
+        return facts.requests
 
     def attr_summary(self, cls: ClassInfo, name: str) -> Summary | None:
         key = (id(cls.node), name)
@@ -560,7 +614,7 @@ class Program:
                     FunctionInfo(node, None, module.path)
                     for node, _ in _nested_functions(ir.body_of(func.node), None)
                 )
-                flow = self.function_flow(func)
+                flow = self.function_flow(func, walk=True)
                 if flow is None:
                     continue
                 flows.append((flow, func))
@@ -784,14 +838,23 @@ class _Scope:
             func = self._callee(node)
             if func is None or func.is_property:
                 return None
-            summary = p.summary(func)
-            return summary if summary is None or summary.kind in (TOKEN, MAX, REQUESTS) else None
+            return p.summary(func)
         if self.cls is None or not _is_name(node.value, "self"):
             return None
         prop = p.method(self.cls, node.attr)
         if prop is not None:
             return p.summary(prop) if prop.is_property else None
         return p.attr_summary(self.cls, node.attr)
+
+    def requests(self, node: ir.Call | ir.Attribute) -> bool:
+        p = self.program
+        if isinstance(node, ir.Call):
+            func = self._callee(node)
+            return func is not None and not func.is_property and p.returns_requests(func)
+        if self.cls is None or not _is_name(node.value, "self"):
+            return False
+        prop = p.method(self.cls, node.attr)
+        return prop is not None and prop.is_property and p.returns_requests(prop)
 
     def passing(self, call: ir.Call) -> Passed | None:
         func = self._callee(call)
@@ -941,14 +1004,32 @@ def _returns(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Return]:
             yield stmt
 
 
-def _assigned_attrs(node: ir.FunctionDef) -> set[str]:
+_SELF_ATTR = re.compile(r"\bself\.(\w+)")
+_ASSIGN = re.compile(r"(?<![=!<>])=(?!=)")
+
+
+def _assigned_attrs_text(lines: list[str], span: ir.Span) -> set[str]:
+    """Attributes a function's text may assign on ``self``: every ``self.x`` left of an
+    ``=`` on its line (a superset: strings, comparisons in calls and all)."""
     found: set[str] = set()
-    for sub in _walk_stmts(ir.body_of(node)):
-        if isinstance(sub, ir.Assign):
-            for t in sub.targets:
-                for leaf in _target_leaves(t):
-                    if isinstance(leaf, ir.Attribute):
-                        found.add(leaf.attr)
+    for line in lines[span.line - 1 : span.end_line]:
+        if "self." not in line:
+            continue
+        m = _ASSIGN.search(line)
+        if m is not None:
+            found.update(_SELF_ATTR.findall(line, 0, m.start()))
+    return found
+
+
+def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> set[str]:
+    """Attributes of ``self`` the text assigns on a line whose right side names a word."""
+    found: set[str] = set()
+    for line in lines[span.line - 1 : span.end_line]:
+        if "self." not in line:
+            continue
+        m = _ASSIGN.search(line)
+        if m is not None and any(w in line[m.end() :] for w in words):
+            found.update(_SELF_ATTR.findall(line, 0, m.start()))
     return found
 
 
