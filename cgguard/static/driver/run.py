@@ -141,7 +141,7 @@ def check_text(
 
 def _may_import_a_count(text: str) -> bool:
     """A file without a capture size that imports something and names a block count: a
-    helper of another module of the project may hand it one (:mod:`.project`)."""
+    helper of another module of the project may hand it one (the core follows the import)."""
     from cgguard.static.rules.model import mentions_sink_word
 
     return "import" in text and mentions_sink_word(text)
@@ -149,7 +149,7 @@ def _may_import_a_count(text: str) -> bool:
 
 def _importer_bytes(path: str, data: bytes) -> bool:
     """Without a capture size, a file of a project that imports something and names a block
-    count may still take one from a helper of another module (:mod:`.project`)."""
+    count may still take one from a helper of another module (the core follows the import)."""
     if b"import" not in data or not _mentions_sink_word(data):
         return False
 
