@@ -41,12 +41,12 @@ class BoundProfilingBlocks(CodemodCommand):
             found, settings = module_reports(tree, ranges, path)
             if round_ == 0:
                 for report in found:
-                    line, col, _, _ = span(report.hit.node)
-                    self.warn(f"{line}:{col + 1}: {report.code} {report.message}")
+                    f = report.finding
+                    self.warn(f"{f.line}:{f.col}: {report.code} {report.message}")
             todo = fixes_to_apply(found, span, settings)
             if not todo:
                 break
-            swap = {id(r.fix.replacement.old): r.fix.replacement.new for r in todo if r.fix}
+            swap = {id(r.replacement.old): r.replacement.new for r in todo if r.replacement}
             tree = tree.visit(_Swap(swap))
         return tree
 

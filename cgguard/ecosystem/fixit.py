@@ -74,17 +74,12 @@ class _Engine(_Rule):
         for report in found:
             if report.code != self.CODE:
                 continue
-            where = self.get_metadata(PositionProvider, report.hit.node)
-            fix = report.fix
-            if applies(fix, settings):
-                self.report(
-                    fix.replacement.old,
-                    report.message,
-                    position=where,
-                    replacement=fix.replacement.new,
-                )
+            where = self.get_metadata(PositionProvider, report.node)
+            change = report.replacement
+            if change is not None and applies(report.applicability, settings):
+                self.report(change.old, report.message, position=where, replacement=change.new)
             else:
-                self.report(report.hit.node, report.message, position=where)
+                self.report(report.node, report.message, position=where)
         return False  # the core read the module already
 
 

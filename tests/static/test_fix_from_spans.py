@@ -1,6 +1,6 @@
 """A fix made from the core's spans, with libcst parsing only the statement that holds it.
 
-The core says where a fix goes as spans of the intermediate form; :func:`fix_for` parses
+The core says where a fix goes as spans of the intermediate form; :func:`text_edit` parses
 the statement there (not the function, not the file), finds the nodes at those spans and
 writes upstream's bound as a text edit. Applied, the edits give every case's documented
 fix byte for byte; the fixed text parses, and a second run changes nothing.
@@ -15,8 +15,9 @@ import pytest
 
 from cgguard.static.core import ir, pyast
 from cgguard.static.core.program import Program
+from cgguard.static.driver.report import finding
 from cgguard.static.fixes import site as sites
-from cgguard.static.fixes.edit import bound_text, fix_for
+from cgguard.static.fixes.edit import bound_text, text_edit
 from cgguard.static.rules.model import MODEL
 from cgguard.static.source.edits import apply_edits
 from cgguard.static.source.findings import SAFE
@@ -25,10 +26,6 @@ from cgguard.static.workflow.ruledocs import all_rules
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 
 CASES = [case for rule in all_rules() for case in rule.cases()]
-
-
-def _code(hit) -> str:
-    return "CGG001" if hit.kind == "token" else "CGG002"
 
 
 def _hits(text: str, path: Path) -> list:
@@ -40,7 +37,7 @@ def _fixed_once(text: str, path: Path) -> str:
     lines = split_lines(text)
     edits, claimed = [], []
     for hit in sorted(_hits(text, path), key=lambda h: (h.node.span.line, h.node.span.col)):
-        fix = fix_for(_code(hit), hit, text, lines)
+        fix = finding(hit, text, lines, str(path)).fix
         if fix is None or fix.applicability != SAFE:
             continue
         (edit,) = fix.edits
@@ -79,9 +76,11 @@ def test_only_the_statement_is_parsed(vllm_dir: Path) -> None:
     # `if 1:` and the one assignment: a few hundred bytes of a file of several hundred KB.
     assert parsed.module.code.count("\n") == 2
     assert len(parsed.module.code) < 200 < len(text) // 1000
-    fix = fix_for("CGG001", hit, text, lines)
-    assert fix is not None and fix.applicability == SAFE
-    assert apply_edits(text, list(fix.edits)) == installed  # upstream's 0.26.0 line
+    edit = text_edit(hit, lines)
+    assert edit is not None
+    assert apply_edits(text, [edit]) == installed  # upstream's 0.26.0 line
+    fix = finding(hit, text, lines, str(runner)).fix
+    assert fix is not None and fix.applicability == SAFE and fix.edits == (edit,)
     assert bound_text(hit, lines) in fix.description
 
 

@@ -7,8 +7,8 @@
 - the core (:mod:`cgguard.static.core`) parses the whole file with Python's parser, lowers
   it, and follows the model from sources to sinks, reading the project's other modules
   where a call, an import or a base class leads;
-- :mod:`.report` turns its hits into findings: only a file with a hit imports libcst, which
-  parses the functions holding the hits, for positions, messages and fixes.
+- :mod:`.report` turns its hits into findings: only a file with a hit to fix imports libcst,
+  which parses only the statement each fix changes.
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ def check_source(
     _check_depth(text, path)
     from cgguard.static.driver import report
 
-    lines = source_lines.file_lines()
-    return report.findings(hits, source_lines.tree, text, lines, path, source_lines)
+    return report.findings(hits, text, source_lines.file_lines(), path, source_lines)
 
 
 class SourceLines:

@@ -1,36 +1,29 @@
-"""A finding's fix: how safe it is, what it says, and the text edit that writes it.
+"""A finding's fix as a text edit, and the bounded count as messages quote it.
 
 The core's hit says where the fix goes (spans of the intermediate form) and which request
-count bounds the count. :func:`fix_for` parses only the statement holding it with libcst
+count bounds the count. :func:`text_edit` parses only the statement holding it with libcst
 (:func:`cgguard.static.fixes.site.statement_site`), makes the change
-(:mod:`cgguard.static.fixes.bound`) and returns it as one text edit; :func:`rule_fix` does
-the same on a module the Fixit rule or the codemod parsed whole, as a libcst change. Both
-give the same bytes. :func:`bound_text` is the bounded count as messages quote it, read
-from the text alone.
+(:mod:`cgguard.static.fixes.bound`) and returns it as one text edit. The Fixit rule and the
+codemod make the same change on the module they parsed whole
+(:func:`cgguard.static.fixes.site.module_site`): the same bytes. :func:`bound_text` is the
+bounded count as messages quote it, read from the text alone. How safe a fix is and what
+it says are the rules' (:mod:`cgguard.static.rules`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from itertools import accumulate
 
 from cgguard.shared.bound import DEFAULT_FALLBACK, bound_source
 from cgguard.static.core import ir
-from cgguard.static.core.flow import TOKEN, Hit
-from cgguard.static.source.findings import DISPLAY_ONLY, SAFE, UNSAFE, TextEdit
+from cgguard.static.core.flow import Hit
+from cgguard.static.source.findings import TextEdit
 
 REQUEST_PLACEHOLDER = "<request count>"
 # Messages and fix descriptions quote code; they stay one readable line even for generated
 # code with huge expressions.
 MAX_QUOTE = 160
-
-
-@dataclass(frozen=True)
-class FixText:
-    applicability: str
-    description: str
-    edits: tuple[TextEdit, ...]
 
 
 def shorten(text: str, limit: int = MAX_QUOTE) -> str:
@@ -85,56 +78,10 @@ def _with_first_arg_text(lines: list[str], call: ir.Call, request: str) -> str:
     return text[:at] + blank + request + "," + after + text[at + len(blank) :]
 
 
-def unsafe_reasons(hit: Hit, text: str) -> list[str]:
-    """Why CGG001's fix must not be applied without asking (none: it is safe)."""
-    reasons = []
-    if hit.guessed:
-        reasons.append(f"nothing shows that this class has `{hit.request}`")
-    source = hit.source
-    if isinstance(source, ir.Attribute) and _compared_with_none(text, source.attr):
-        reasons.append("this file checks the capture size for None, and min() with None raises")
-    elif isinstance(source, ir.Call) and _none_default(source, text):
-        reasons.append("getattr() may give None here, and min() with None raises")
-    return reasons
-
-
-def _compared_with_none(text: str, name: str) -> bool:
-    """Does the file test ``<...>.name is None`` / ``is not None`` anywhere?"""
-    return re.search(rf"\b{re.escape(name)}\s+is\s+(not\s+)?None\b", text) is not None
-
-
-def _none_default(source: ir.Call, text: str) -> bool:
-    """A ``getattr`` source whose default is None, or whose name the file checks for None."""
-    if not (isinstance(source.func, ir.Name) and source.func.id == "getattr"):
-        return False
-    args = [a for a in source.args if not a.star and a.keyword is None]
-    if len(args) < 2 or not isinstance(args[1].value, ir.Const):
-        return False
-    name = args[1].value.value
-    if not isinstance(name, str):
-        return False
-    default = args[2].value if len(args) > 2 else None
-    return (isinstance(default, ir.Const) and default.value is None) or _compared_with_none(
-        text, name
-    )
-
-
-def describe(code: str, hit: Hit, text: str, shown: str) -> tuple[str, str]:
-    """(applicability, description) of the rule's fix; ``shown``: the bound's text."""
-    if code == "CGG002" or hit.kind != TOKEN:
-        return DISPLAY_ONLY, f"Bound the capture size inside max(): {shown}"
-    reasons = unsafe_reasons(hit, text)
-    if reasons:
-        return UNSAFE, f"Replace with {shown} (unsafe: {'; '.join(reasons)})"
-    return SAFE, f"Replace with {shown}"
-
-
-def fix_for(
-    code: str, hit: Hit, text: str, lines: list[str], line_starts: list[int] | None = None
-) -> FixText | None:
+def text_edit(hit: Hit, lines: list[str], line_starts: list[int] | None = None) -> TextEdit | None:
     """The fix of ``hit`` as a text edit (libcst parses only the statement holding it);
     None where there is no fix (no rewrite target or request count, or nothing parses).
-    ``line_starts``: each line's character offset in ``text``, when the caller has them."""
+    ``line_starts``: each line's character offset in the text, when the caller has them."""
     rw = hit.rewrite
     if rw is None or hit.request is None or hit.stmt is None:
         return None
@@ -152,6 +99,4 @@ def fix_for(
     if line_starts is None:
         line_starts = list(accumulate(map(len, lines[:last]), initial=0))
     start, end = line_starts[first - 1] + c0, line_starts[last - 1] + c1
-    edit = TextEdit(start, end, site.code(rep.core))
-    applicability, description = describe(code, hit, text, shorten(bound_text(hit, lines)))
-    return FixText(applicability, description, (edit,))
+    return TextEdit(start, end, site.code(rep.core))
