@@ -327,6 +327,7 @@ class _Lowering:
     def subscript(self, node: cst.Subscript) -> ir.Expr:
         elements = node.slice
         alone = elements[0].slice if len(elements) == 1 else None
+        index: ir.Expr
         if isinstance(alone, cst.Index) and alone.star is not None:
             # ``a[*b]``: Python's tree holds a tuple of one starred element.
             index = ir.Seq("tuple", (self.element(elements[0]),), self.span(alone))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
 
@@ -194,7 +195,7 @@ def _own_parens(node: cst.BaseExpression) -> str | None:
 class _CanOmit:
     """ruff's ``can_omit_optional_parentheses`` over libcst nodes."""
 
-    def __init__(self, swap: dict[int, cst.CSTNode]) -> None:
+    def __init__(self, swap: dict[int, Any]) -> None:
         self.swap = dict(swap)  # the layout's pending swaps: the tree it will lay out
         self.max = _NONE
         self.count = 0
@@ -309,7 +310,7 @@ class Layout:
         self.swap = swap or {}
         self.swapped = 0
 
-    def sub(self, node: cst.CSTNode) -> cst.CSTNode:
+    def sub(self, node: cst.CSTNode) -> Any:
         # Once only: the new node holds the old one (``min(R, <old>)``).
         new = self.swap.pop(id(node), None)
         if new is None:
@@ -325,6 +326,7 @@ class Layout:
     @staticmethod
     def in_parens_group(items: list, level: _Level) -> Doc:
         if level.kind == "optional":
+            assert level.gid is not None  # an optional level always names its group
             return CondGroup(items, level.gid)
         if level.kind == "paren":
             return Group(items)
@@ -459,7 +461,7 @@ class Layout:
                 return ("binary", _BINARY[type(n.operator)])
             return None
 
-        def flatten(n: cst.BaseExpression) -> None:
+        def flatten(n: Any) -> None:
             if isinstance(n, cst.Comparison):
                 operands.append(n.left)
                 for target in n.comparisons:
@@ -511,7 +513,9 @@ class Layout:
 
     def sequence(self, values: list[cst.BaseExpression], last_comma: object) -> Doc:
         """An unparenthesized tuple: parentheses only when it breaks."""
-        entries = [(self.expr(v, PAREN), None, None) for v in values]
+        entries: list[tuple[Doc, object, object]] = [
+            (self.expr(v, PAREN), None, None) for v in values
+        ]
         entries[-1] = (entries[-1][0], last_comma, None)
         return self.parenthesize_if_expands(self.joined(entries))
 
@@ -671,10 +675,12 @@ def render(
     """
     layout = Layout({id(swap[0]): swap[1]} if swap else None)
     if top:
+        assert isinstance(node, cst.BaseExpression)
         body = layout.expr(node, TOP)
     elif isinstance(node, cst.BaseSmallStatement):
         body = layout.statement(node)
     else:
+        assert isinstance(node, cst.BaseExpression)
         body = layout.last_expression(node)
     # Every comment in the node must have found its place (False: the caller knows
     # the node's source holds no `#` at all).
@@ -686,9 +692,8 @@ def render(
     if comment is not None:
         doc.append(LineSuffix("  " + comment, comment_width(comment)))
     _propagate(doc)
-    doc = _strip_markers(doc)
     unit = "\t" if "\t" in indent else "    "
-    text = Printer(width=width, unit=unit).print(doc, indent, column)
+    text = Printer(width=width, unit=unit).print(_strip_markers(doc), indent, column)
     if comment is not None:
         text = text[: len(text) - len("  " + comment)]
     return text[: len(text) - len(after)] if after else text

@@ -107,7 +107,7 @@ Doc = (
 class _Cmd:
     indent: str
     mode: str
-    doc: object
+    doc: Doc
     measure_all: bool = False  # inside fits-expanded content while measuring
 
 
