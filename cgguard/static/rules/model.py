@@ -221,7 +221,7 @@ def model() -> Model:
     )
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Model:
     # ``MODEL``: made when asked (the byte prefilter imports this module for its needles
     # alone, and the model's types import the core's form).
     if name == "MODEL":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 # Folders skipped while walking, unless ``exclude`` replaces this list
 # (``extend-exclude`` adds to it).
@@ -136,7 +137,7 @@ def _read_toml(path: str) -> dict:
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[no-redef]
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -170,7 +171,7 @@ def load_config_file(path: str) -> Settings:
 
 
 def settings_from_table(table: dict, where: str, *, source: str | None, root: str) -> Settings:
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     for key, value in table.items():
         spec = _KEYS.get(key)

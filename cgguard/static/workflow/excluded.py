@@ -16,6 +16,7 @@ second walk of the folder that counts what each pattern removed.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cgguard.static.workflow.config import Settings
@@ -39,7 +40,7 @@ def is_virtualenv(folder: str) -> bool:
 
 
 def explain(
-    folder: str, settings: Settings, excludes: PathGlobs, kept: list[str] = ()
+    folder: str, settings: Settings, excludes: PathGlobs, kept: Sequence[str] = ()
 ) -> str | None:
     """The error line's reason when excludes removed Python files under ``folder``
     (``kept``: the files its search did find); None when they removed none."""

@@ -234,7 +234,7 @@ def _fix_diff(f: Finding, sources: Sources) -> list[str]:
     from cgguard.static.source.edits import apply_edits
 
     text = sources.text(f.path)
-    if text is None:
+    if text is None or f.fix is None:
         return []
     before = text.splitlines(keepends=True)
     after = apply_edits(text, list(f.fix.edits)).splitlines(keepends=True)
