@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 from tests.conftest import REPO, run_cgguard
 
 
