@@ -564,7 +564,11 @@ class ScopeFlow:
             if value is _REQUEST and "." not in key:
                 return key, False
         facts = self.class_facts
-        if text is not None and text.split(".", 1)[0] == "self" and facts is not None:
+        # Read from this object: the capture size's receiver (``self.cc...``), or a member
+        # of it (``self.max_graph``, set by a base from its own parameter).
+        on_self = text is not None and text.split(".", 1)[0] == "self"
+        member = isinstance(taint.call, ir.Attribute) and _is_name(taint.call.value, "self")
+        if (on_self or (text is None and member)) and facts is not None:
             own = self._self_request()
             m = self.model
             return (own, False) if own else (f"self.{m.runner_request}", True)
@@ -630,6 +634,9 @@ class ScopeFlow:
             parts = parts[:-1]
         if not parts:
             return None
+        facts = self.class_facts
+        if parts[0] == "self" and facts is not None and facts.is_runner:
+            return f"self.{m.runner_request}"  # a runner has its own request count
         base = ".".join(parts)
         last = parts[-1]
         if base == "self":
