@@ -91,7 +91,7 @@ t = f"{x!r:>{w}} and {y}" "tail"
 def g(p, /, q: int = 1, *r, s, t: "T" = 2, v: (A | B), **u) -> None:
     async def h():
         async with m as n, (o):
-            return [i async for i in n if i]
+            return [i async for i in n if i], [k for (k, v) in m], {k for(k)in m}
     lam = lambda a, *b, c=3, **d: (yield a)
     del a, (b, c)
     assert a, "m"

@@ -474,7 +474,7 @@ class _Lowering:
         if comp.asynchronous is not None:
             start = self.positions[comp.asynchronous].start
         elif isinstance(ws, cst.SimpleWhitespace):
-            at = self.positions[comp.target].start
+            at = self.outer(comp.target)[0]  # a parenthesised target: from its "("
             start = CodePosition(at.line, at.column - len(ws.value) - len("for"))
         else:  # ``for`` ends its line (inside brackets)
             at, before = self.positions[comp].start, comp.whitespace_before
