@@ -96,6 +96,7 @@ class Program:
         lower: Callable[[str, str], ir.Module] | None = None,
     ):
         self.model = model
+        self.needles = model.needles()  # the sources' needles, derived once per run
         self.root = root
         self._read = read or _read_file
         if lower is None:
@@ -472,7 +473,7 @@ class Program:
         funcs = [*module.functions.values()]
         for cls in module.classes.values():
             funcs.extend(cls.methods.values())
-        words = set(self.model.needles()) | self._imported_names(module)
+        words = set(self.needles) | self._imported_names(module)
         found: set[int] = set()
         while True:
             new = [
@@ -598,7 +599,7 @@ class Program:
         the rest cannot hold a hit (what they call is summarised when a walk asks).
         """
         lines = self._lines(module)
-        words = set(self.model.needles()) | self._imported_words(module)
+        words = set(self.needles) | self._imported_words(module)
         funcs = list(_all_functions(module))
         flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
         done: set[int] = set()
@@ -645,7 +646,7 @@ class Program:
         helper of it that every importer takes as a block count."""
         names = set()
         for func in module.functions.values():
-            if not _mentions(self._lines(module), func.node.span, set(self.model.needles())):
+            if not _mentions(self._lines(module), func.node.span, set(self.needles)):
                 continue
             summary = self.summary(func)
             if summary is not None and summary.kind in (TOKEN, MAX):
@@ -687,7 +688,7 @@ class Program:
 
     def _names_a_source(self, module: ModuleInfo) -> bool:
         text = self.texts.get(module.path, "")
-        return any(n in text for n in self.model.needles())
+        return any(n in text for n in self.needles)
 
     def _imported_words(self, module: ModuleInfo) -> set[str]:
         """Names in ``module`` that bring a count from the project's other modules: imported

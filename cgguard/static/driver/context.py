@@ -59,7 +59,7 @@ class RunContext:
                     data = fh.read()
             except OSError:
                 data = b""
-            found = any(n.encode() in data for n in program.model.needles())
+            found = any(n.encode() in data for n in program.needles)
             if not found and b"import" in data:
                 text = data.decode("utf-8", errors="replace")
                 found = self.imports_a_source(text, file, root, depth + 1)
