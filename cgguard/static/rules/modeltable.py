@@ -34,6 +34,21 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "through a copy (sorted, filtered, collected in a loop)",
         "old_names_and_lists, flows_capture_size_lists",
     ),
+    "collection_calls": (
+        "propagators",
+        "calls whose result is still a list of capture sizes (a sorted or copied list)",
+        "flows_capture_size_lists, flows_capture_size_lists_tokens",
+    ),
+    "element_stores": (
+        "propagators",
+        "methods that put one capture size into a list, which then holds capture sizes",
+        "flows_capture_size_lists",
+    ),
+    "partial_calls": (
+        "propagators",
+        "`partial(f, a)`: a call of the result is a call of `f` with `a` first",
+        "flows_functools_partial, flows_functools_partial_bounded",
+    ),
     "passthrough_calls": (
         "propagators",
         "calls whose result keeps their first argument's magnitude",
@@ -102,9 +117,10 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "escaping_names": (
         "where it reports",
-        "block-count locals that are the count wherever they go: returned, stored, or handed "
-        "to a call",
-        "helper_return, conditional_expressions",
+        "block-count locals that are the count also when handed to a call that is no sink "
+        "(any block-count local is one where it reaches a sink, is returned or stored); "
+        "`max_num_m_blocks` and other tile counts are not",
+        "local_aliases, no_request_count_in_class, grid_moe_align_blocks",
     ),
     "quiet_calls": (
         "where it reports",
