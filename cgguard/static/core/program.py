@@ -206,6 +206,16 @@ class Program:
                         info.partials[target.id] = stmt.value.args[0].value
         return info
 
+    def _local_imports(self, module: ModuleInfo, func: FunctionInfo) -> None:
+        """A function's own imports (``from m import helper`` in its body) bind names its
+        calls resolve through, as the module's do (a module-level name is kept)."""
+        for stmt in _walk_stmts(ir.body_of(func.node)):
+            if isinstance(stmt, ir.Import):
+                found = ModuleInfo(module.path, module.dotted, module.tree)
+                self._imports(found, stmt)
+                for name, spec in found.imports.items():
+                    module.imports.setdefault(name, spec)
+
     def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:
         if not stmt.is_from:
             for alias in stmt.names:
@@ -414,6 +424,7 @@ class Program:
             module = self.module_at(func.path)
             if module is None:
                 return None
+            self._local_imports(module, func)
             cls = self.class_of(func)
             flow = ScopeFlow(
                 self.model,
