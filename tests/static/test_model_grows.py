@@ -47,7 +47,7 @@ def test_a_rule_of_the_same_kind_is_a_model():
     assert _hit_lines(tokens_as_requests, text) == [3, 4]
     assert _hit_lines(MODEL, text) == []
     # The byte prefilter's needles follow the model's sources.
-    assert tokens_as_requests.needles() == ("max_num_batched_tokens",)
+    assert tokens_as_requests.needles() == ("num_batched",)
 
 
 def test_the_prefilter_needles_are_derived_from_the_sources():
