@@ -363,6 +363,8 @@ class ScopeFlow:
         return body or other
 
     def _passed_args(self, call: ir.Call, index: int | None):
+        if not any(self._tainted(a.value) for a in call.args):
+            return  # nothing to hand through: the callee is not resolved (nor its module read)
         found = self.resolver.passing(call)
         if found is None:
             return
@@ -1213,7 +1215,10 @@ class ScopeFlow:
             for arg in args:
                 self.sink(arg.value, sink=f"{callee}(...)")
                 sunk.add(id(arg))
-        for arg_value, sink in self.resolver.sinking(node, self._tainted):
+        # A callee can only sink a count it is handed: resolve it (which may read and lower
+        # another module) only when an argument carries one.
+        handed_count = any(self._tainted(a.value) for a in node.args)
+        for arg_value, sink in self.resolver.sinking(node, self._tainted) if handed_count else ():
             handed = next((a for a in node.args if a.value is arg_value), None)
             if handed is not None and id(handed) not in sunk:
                 self.sink(arg_value, sink=sink)

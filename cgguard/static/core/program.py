@@ -97,6 +97,7 @@ class Program:
     ):
         self.model = model
         self.needles = model.needles()  # the sources' needles, derived once per run
+        self.request_words = tuple(sorted(model.request_counts))
         self.root = root
         self._read = read or _read_file
         if lower is None:
@@ -108,6 +109,9 @@ class Program:
         self._lower = lower
         self.modules: dict[str, ModuleInfo | None] = {}
         self.texts: dict[str, str] = {}
+        # Whether a module's text holds one of a set of words (the sources' needles, the
+        # request counts), asked before the module is lowered.
+        self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
         self.facts: dict[int, FunctionFacts] = {}
         self.module_files: dict[str, str | None] = {}
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
@@ -116,6 +120,7 @@ class Program:
     def _forget(self) -> None:
         self.modules.clear()
         self.texts.clear()
+        self.holds_words.clear()
         self.facts.clear()
         self.attr_summaries.clear()
 
@@ -147,6 +152,27 @@ class Program:
                     info = None  # its own check reports it
             self.modules[key] = info
         return self.modules[key]
+
+    def may_name_a_source(self, name: str) -> bool:
+        """Does the project module ``name`` name a source? Read from its text alone,
+        so a module that cannot carry a count is never lowered to be asked."""
+        return self._text_holds(name, self.needles)
+
+    def may_name_a_request(self, name: str) -> bool:
+        """Does the project module ``name`` name a request count (its text alone)?"""
+        return self._text_holds(name, self.request_words)
+
+    def _text_holds(self, name: str, words: tuple[str, ...]) -> bool:
+        path = self.module_file(name)
+        if path is None:
+            return False
+        key = os.path.abspath(path)
+        if key not in self.texts and (key, words) not in self.holds_words:
+            text = self._read(key)
+            self.holds_words[key, words] = text is not None and any(w in text for w in words)
+        if key in self.texts:
+            return any(w in self.texts[key] for w in words)
+        return self.holds_words[key, words]
 
     def module_named(self, name: str) -> ModuleInfo | None:
         path = self.module_file(name)
@@ -706,6 +732,8 @@ class Program:
         helpers returning one, members that base classes of other modules set or return."""
         words: set[str] = set()
         for local, (name, attr) in module.imports.items():
+            if not self.may_name_a_source(name):
+                continue  # neither the module nor (below) its attribute can bring one
             if attr is None:
                 target = self.module_named(name)
                 if target is not None and target is not module and self._names_a_source(target):
@@ -762,8 +790,12 @@ class Program:
         for key, summary in summaries.items():
             spelled = {summary.name}
             if summary.attr is None and summary.path != module.path:
-                for local, (_, attr) in module.imports.items():
-                    if attr is not None and self.function_named(module, local) is summary.function:
+                for local, (source, attr) in module.imports.items():
+                    if attr is None or not (
+                        attr == summary.function.name or self.may_name_a_source(source)
+                    ):
+                        continue  # no import that could bind the helper: not resolved
+                    if self.function_named(module, local) is summary.function:
                         spelled.add(local)  # ``from m import helper as alias``
             spellings[key] = spelled
         names = set().union(*spellings.values())
@@ -844,9 +876,24 @@ class _Scope:
     def _callee(self, call: ir.Call) -> FunctionInfo | None:
         return self.program.callee(self.module, self.cls, call.func)
 
+    def _may_return(self, call: ir.Call, holds: Callable[[str], bool]) -> bool:
+        """Can the callee return what ``holds`` looks for (a count, a request count)? A
+        function imported from a project module whose text has none of its words cannot,
+        so that module is not read and lowered to find out."""
+        func = call.func
+        name = func.id if isinstance(func, ir.Name) else None
+        if isinstance(func, ir.Attribute):
+            name = dotted(func.value)
+        spec = self.module.imports.get(name) if name else None
+        if spec is None:
+            return True
+        return holds(spec[0]) or (spec[1] is not None and holds(f"{spec[0]}.{spec[1]}"))
+
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         p = self.program
         if isinstance(node, ir.Call):
+            if not self._may_return(node, p.may_name_a_source):
+                return None
             func = self._callee(node)
             if func is None or func.is_property:
                 return None
@@ -861,6 +908,8 @@ class _Scope:
     def requests(self, node: ir.Call | ir.Attribute) -> bool:
         p = self.program
         if isinstance(node, ir.Call):
+            if not self._may_return(node, p.may_name_a_request):
+                return False
             func = self._callee(node)
             return func is not None and not func.is_property and p.returns_requests(func)
         if self.cls is None or not _is_name(node.value, "self"):
