@@ -20,7 +20,8 @@ What it does (standard library only):
    top-level folder that hold no capture size), and ``project/`` (the buggy tree
    as a fork's project, ``pyproject.toml`` at its root, whose runner takes the
    per-token count from a helper in another module: a one-file run of the runner
-   needs the project index).
+   needs the project index), and ``large-silent/`` (one generated module of about
+   270 KB, :mod:`largesilent`, whose capture size only counts tokens).
 2. Installs semgrep and Fixit into ``<work>/venv-tools`` when they are asked for and
    missing (skipped when present).
 3. Runs every row once untimed (page cache, byte-code), then ``--repeat`` rounds of
@@ -115,6 +116,10 @@ TARGET_NOPARSE_S = 0.150
 TARGET_PROJECT_RUNNER_S = TARGET_RUNNER_CHECK_S
 TARGET_PROJECT_PLAIN_S = TARGET_NOPARSE_S
 TARGET_PEAK_RSS_MB = 200.0
+# Issue 24: one large module that names the capture size and block counts but reports
+# nothing is read by the core on Python's own tree: per byte it costs no more wall time
+# than the files with nothing to parse, and libcst is never imported.
+LARGE_SILENT_NAME = "attention_backend.py"
 # Issue 17: the default (CGGUARD_JOBS unset) is never slower than one process.
 # Rows that take the same path in both runs differ by noise alone: the median of the
 # per-round ratios default / one process may be up to this much above 1.
@@ -162,11 +167,14 @@ class Corpora:
     project: Path  # the buggy tree as a fork's project (pyproject.toml at its root)
     project_runner: Path  # its runner, which imports the per-token helper from another module
     project_plain: Path  # a file of that project with nothing to parse
+    large_silent: Path  # one large generated module with nothing to report (largesilent.py)
     files: int
     lines: int
     runner_lines: int
     noparse_files: int
+    noparse_bytes: int
     plugin_files: int
+    large_silent_bytes: int
 
 
 def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
@@ -213,6 +221,7 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         stamp.write_text(fingerprint)
     lines = sum(_count_lines(f) for f in _source_files(buggy))
     runner = runner_dir / Path(runner_rel).name
+    large_silent = _write_large_silent(work / "large-silent")
     return Corpora(
         source=source,
         tree=tree,
@@ -224,11 +233,14 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         project=project,
         project_runner=project_runner,
         project_plain=project / _read(work / "project.plain"),
+        large_silent=large_silent,
         files=len(files),
         lines=lines,
         runner_lines=_count_lines(runner),
         noparse_files=len(_source_files(noparse)),
+        noparse_bytes=sum(f.stat().st_size for f in _source_files(noparse)),
         plugin_files=len(_source_files(plugin)),
+        large_silent_bytes=large_silent.stat().st_size,
     )
 
 
@@ -296,6 +308,21 @@ def _build_noparse(tree: Path, dest: Path) -> None:
             return
     for i in range(picked, 5):  # a corpus too small to give any: write plain ones
         (dest / f"plain_{i}.py").write_text(f'"""Nothing to look at."""\n\nVALUE_{i} = {i}\n')
+
+
+def _write_large_silent(dest: Path) -> Path:
+    """The large module with nothing to report, written when missing or changed (it does
+    not depend on the corpus, so it is not part of the corpus stamp)."""
+    spec = importlib.util.spec_from_file_location("largesilent", HERE / "largesilent.py")
+    assert spec is not None and spec.loader is not None
+    largesilent = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(largesilent)
+    path = dest / LARGE_SILENT_NAME
+    text = largesilent.module_text()
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        dest.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path
 
 
 def _build_plugin(tree: Path, dest: Path) -> str:
@@ -413,6 +440,8 @@ def baseline_rows(c: Corpora, folder: Path, work: Path) -> list[Row]:
             [*cmd, "fix", str(fix_target)], count_fixed, files_cgguard, cwd=folder, env=env, prepare=fresh_copy),
         Row("cb_noparse", f"cgguard {rev} (baseline) check, {c.noparse_files} files with nothing to parse",
             "noparse", [*cmd, "check", str(c.noparse)], count_cgguard, files_cgguard, cwd=folder, env=env),
+        Row("cb_large_silent", f"cgguard {rev} (baseline) check, {_large_silent_label(c)}", "large",
+            [*cmd, "check", str(c.large_silent)], count_cgguard, files_cgguard, cwd=folder, env=env),
     ]
 
 
@@ -704,6 +733,9 @@ def build_rows(
         rows.append(Row("cg_noparse", f"cgguard check, {c.noparse_files} files with nothing to parse", "noparse",
                         [*cg, "check", str(c.noparse)], count_cgguard, files_cgguard,
                         target=f"≤ {TARGET_NOPARSE_S * 1000:.0f} ms"))
+        rows.append(Row("cg_large_silent", f"cgguard check, {_large_silent_label(c)}", "large",
+                        [*cg, "check", str(c.large_silent)], count_cgguard, files_cgguard,
+                        target="≤ nothing to parse, per byte; 0 findings; no libcst"))
     if baseline is not None:
         rows += baseline_rows(c, baseline, work)
     # The floor under every cgguard row: the interpreter's start-up, and the import of
@@ -714,6 +746,27 @@ def build_rows(
                     [sys.executable, "-c", "import libcst"], no_count, no_count, ok_rcs=(0,)))
     rows += [r for r in default_vs_one_job if r.group != "tree"]
     return rows
+
+
+def _large_silent_label(c: Corpora) -> str:
+    return (f"one {c.large_silent_bytes / 1000:.0f} KB module whose capture size feeds token buffers and a "
+            "max() capacity (nothing to report)")
+
+
+def large_silent_imports_libcst(rows: list[Row], c: Corpora) -> bool | None:
+    """Whether ``cgguard check`` on the large silent module imports libcst: one untimed
+    run with Python's import-time report, which lists every module any process imports
+    (None when the row was not run)."""
+    row = next((r for r in rows if r.key == "cg_large_silent"), None)
+    if row is None:
+        return None
+    s = measure(row.cmd, cwd=row.cwd, env=dict(row.env or os.environ, PYTHONPROFILEIMPORTTIME="1"))
+    if s.rc not in row.ok_rcs:
+        raise BenchError(f"{row.label}: `{' '.join(row.cmd)}` exited {s.rc} with the import-time report on")
+    return _LIBCST_IMPORT.search(s.stderr) is not None
+
+
+_LIBCST_IMPORT = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*libcst\s*$", re.MULTILINE)
 
 
 def run_rows(rows: list[Row], repeat: int, warmup: bool) -> None:
@@ -961,7 +1014,8 @@ def check_rule_cases(rows: list[Row], work: Path) -> str:
 
 
 def report(
-    rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int, clean: dict[str, str]
+    rows: list[Row], c: Corpora, tools: set[str], work: Path, repeat: int, clean: dict[str, str],
+    large_libcst: bool | None = None,
 ) -> tuple[str, bool]:
     by_key = {r.key: r for r in rows}
     # Each group's ratios are against cgguard's (default) row of that group.
@@ -988,6 +1042,11 @@ def report(
         checks["cg_project"] = by_key["cg_project"].median <= TARGET_PROJECT_RUNNER_S and found == {1}
         found = {count_cgguard(s) for s in by_key["cg_project_plain"].samples}
         checks["cg_project_plain"] = by_key["cg_project_plain"].median <= TARGET_PROJECT_PLAIN_S and found == {0}
+    large, noparse = by_key.get("cg_large_silent"), by_key.get("cg_noparse")
+    if large and noparse:
+        found = {count_cgguard(s) for s in large.samples}
+        checks["cg_large_silent"] = (large.median / c.large_silent_bytes <= noparse.median / c.noparse_bytes
+                                     and found == {0} and large_libcst is False)
 
     out = ["## Machine", "", *machine_lines(c, tools, work), "",
            f"## Results (median of {repeat} runs, wall seconds, cold: no cache from an earlier run)", "",
@@ -1039,6 +1098,16 @@ def report(
                    f"one file, as pre-commit runs it. The file with nothing to parse: "
                    f"`{c.project_plain.relative_to(c.project)}`. Target and pass include the finding count "
                    "(1 and 0).")
+    if large and noparse:
+        ms_per_mb = large.median * 1e9 / c.large_silent_bytes
+        floor_ms_per_mb = noparse.median * 1e9 / c.noparse_bytes
+        out.append(f"Large silent module: `{c.large_silent.parent.name}/{c.large_silent.name}`, "
+                   f"{c.large_silent_bytes:,} bytes written by `benchmarks/largesilent.py` (an attention backend "
+                   "whose capture size sizes token buffers and a max() token capacity, beside KV-cache shapes and "
+                   f"block tables); {ms_per_mb:.0f} ms per MB against {floor_ms_per_mb:.0f} ms per MB for the "
+                   f"{_files(c.noparse_files)} with nothing to parse ({c.noparse_bytes:,} bytes); libcst imported: "
+                   f"{'yes' if large_libcst else 'no'} (one untimed run with PYTHONPROFILEIMPORTTIME=1). Target "
+                   "and pass include all three (per byte, 0 findings, no libcst).")
     if clean:
         out.append("Findings on the original tree (the bug not planted; one untimed run each): "
                    + ", ".join(f"{tool} {n}" for tool, n in clean.items()) + ".")
@@ -1105,7 +1174,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = build_rows(c, args.tools, work, args.quick, args.fixit_tree, args.busy, baseline)
         run_rows(rows, args.repeat, warmup=not args.quick)
         clean = count_clean_tree(rows, c)
-        table, met = report(rows, c, args.tools, work, args.repeat, clean)
+        large_libcst = large_silent_imports_libcst(rows, c)
+        table, met = report(rows, c, args.tools, work, args.repeat, clean, large_libcst)
         table += check_rule_cases(rows, work)
     except BenchError as exc:
         print(f"benchmarks/run.py: error: {exc}", file=sys.stderr)

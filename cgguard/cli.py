@@ -359,9 +359,9 @@ def _stdin(stdin_filename, settings):
     The Source is None when the input cannot be decoded (the run then holds the
     error) or when --force-exclude skips its --stdin-filename.
     """
-    from cgguard.static.driver import sourcefile
-    from cgguard.static.driver.findings import FileError
     from cgguard.static.driver.run import FileResult, RunResult
+    from cgguard.static.source import sourcefile
+    from cgguard.static.source.findings import FileError
     from cgguard.static.workflow.discovery import force_excluded
 
     name = stdin_filename or "-"
@@ -581,8 +581,8 @@ def _diff_base_note(run) -> None:
 
 def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
     """`cgguard fix -`: the fixed source (or, with --diff, the diff) on standard output."""
-    from cgguard.static.driver import sourcefile
     from cgguard.static.driver.run import fix_source_text
+    from cgguard.static.source import sourcefile
     from cgguard.static.workflow.formats import Sources
 
     name, source, data, run = _stdin(stdin_filename, settings)

@@ -29,7 +29,7 @@ _MIN_CALL = m.Call(func=m.Name("min"))
 _MAX_CALL = m.Call(func=m.Name("max"))
 
 # Names that hold a number of KV-cache blocks, or a byte budget built from one.
-_BLOCK_COUNT = re.compile(r"^(?:\w*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks|\w*profil\w*_(?:rows|slots))$")
+_BLOCK_COUNT = re.compile(r"^(?:\w*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$")
 _KEYWORD_SINK = re.compile(r"^(?:\w*_blocks|num_gpu_blocks_override|available_memory)$")
 
 

@@ -1,4 +1,4 @@
-"""cgguard's rules in the libcst ecosystem: thin adapters over the same rule classes.
+"""cgguard's rules in the libcst ecosystem: thin adapters over the same core.
 
 - :mod:`cgguard.ecosystem.fixit`: Fixit 2 lint rules ``CGG001`` and ``CGG002``
   (``fixit --rules cgguard.ecosystem.fixit lint|fix PATH``, or
@@ -6,8 +6,9 @@
 - :mod:`cgguard.ecosystem.codemod`: a libcst codemod command
   (``python -m libcst.tool codemod -x --no-format cgguard.ecosystem.codemod.BoundProfilingBlocks PATH``).
 
-Both run :mod:`cgguard.static.rules.engine` on the module the tool parsed and keep
-what cgguard's settings and suppressions keep for that file
+Both lower the module the tool parsed to cgguard's intermediate form
+(:mod:`cgguard.static.core.cst_frontend`), run the same core as ``cgguard check`` on it,
+and keep what cgguard's settings and suppressions keep for that file
 (:mod:`cgguard.ecosystem.settings`): the same findings as ``cgguard check``, the same
 fixes as ``cgguard fix`` without ``--unsafe-fixes`` (unsafe ones only with
 ``unsafe-fixes = true``; display-only ones are reported, never applied).

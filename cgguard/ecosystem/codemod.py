@@ -12,6 +12,8 @@ upstream's; without it the codemod CLI runs black.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import libcst as cst
 from libcst.codemod import CodemodCommand
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -36,21 +38,21 @@ class BoundProfilingBlocks(CodemodCommand):
                 r = ranges[node]  # noqa: B023 (called only within this round)
                 return (r.start.line, r.start.column, r.end.line, r.end.column)
 
-            found, settings = module_reports(tree, span, path)
+            found, settings = module_reports(tree, ranges, path)
             if round_ == 0:
                 for report in found:
-                    line, col, _, _ = span(report.hit.node)
-                    self.warn(f"{line}:{col + 1}: {report.code} {report.message}")
+                    f = report.finding
+                    self.warn(f"{f.line}:{f.col}: {report.code} {report.message}")
             todo = fixes_to_apply(found, span, settings)
             if not todo:
                 break
-            swap = {id(r.fix.replacement.old): r.fix.replacement.new for r in todo}
+            swap = {id(r.replacement.old): r.replacement.new for r in todo if r.replacement}
             tree = tree.visit(_Swap(swap))
         return tree
 
 
 class _Swap(cst.CSTTransformer):
-    def __init__(self, swap: dict[int, cst.CSTNode]):
+    def __init__(self, swap: Mapping[int, cst.CSTNode]):
         super().__init__()
         self.swap = swap
 

@@ -8,8 +8,8 @@ or, in ``pyproject.toml``::
     [tool.fixit]
     enable = ["cgguard.ecosystem.fixit"]
 
-Each rule runs cgguard's engine on the module Fixit parsed and reports what
-``cgguard check`` reports, at the same place, with cgguard's message, under the
+Each rule lowers the module Fixit parsed to cgguard's intermediate form, runs the same
+core as ``cgguard check`` on it, and reports what ``cgguard check`` reports, at the same place, with cgguard's message, under the
 same settings and suppressions (:mod:`cgguard.ecosystem.settings`; Fixit's own
 ``# lint-ignore`` works too). A fix ``cgguard fix`` applies is the same CST change
 here (Fixit applies it to that node); the others are reported without an autofix:
@@ -18,6 +18,8 @@ display-only ones always, unsafe ones unless the settings say ``unsafe-fixes = t
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from fixit import Invalid, LintRule, Valid
@@ -32,15 +34,25 @@ def _cases(code: str, kind: str) -> list[str]:
     # no cases to run (which it would report as passing).
     from cgguard.static.workflow.ruledocs import get_rule
 
-    return [case.source() for case in get_rule(code).cases(kind)]
+    rule = get_rule(code)
+    if rule is None:
+        raise LookupError(f"cgguard's rules folder has no {code}: a broken install")
+    return [case.source() for case in rule.cases(kind)]
 
 
-# The engine's reports for the module Fixit is linting now: both rules read them, so
-# the engine runs once per file (Fixit hands every rule the same module object).
+# The core's reports for the module Fixit is linting now: both rules read them, so
+# the core runs once per file (Fixit hands every rule the same module object).
 _last: list = [None, None]
 
 
-class _Engine:
+# The mixin reads LintRule's members; only a type checker sees it as one (see below).
+if TYPE_CHECKING:
+    from fixit import LintRule as _Rule
+else:
+    _Rule = object
+
+
+class _Engine(_Rule):
     """What both rules do (a mixin, not a LintRule: Fixit collects every LintRule
     subclass of this module as a rule)."""
 
@@ -49,14 +61,12 @@ class _Engine:
     METADATA_DEPENDENCIES = (PositionProvider, FilePathProvider)
     CODE = ""
 
-    def _span(self, node: cst.CSTNode):
-        r = self.get_metadata(PositionProvider, node)
-        return (r.start.line, r.start.column, r.end.line, r.end.column)
-
     def _reports(self, node: cst.Module):
         if _last[0] is not node:
             path = self.get_metadata(FilePathProvider, node, None)
-            _last[:] = [node, module_reports(node, self._span, None if path is None else str(path))]
+            positions = self.metadata[PositionProvider]  # every node's, resolved by Fixit
+            found = module_reports(node, positions, None if path is None else str(path))
+            _last[:] = [node, found]
         return _last[1]
 
     def visit_Module(self, node: cst.Module) -> bool:
@@ -64,18 +74,13 @@ class _Engine:
         for report in found:
             if report.code != self.CODE:
                 continue
-            where = self.get_metadata(PositionProvider, report.hit.node)
-            fix = report.fix
-            if applies(fix, settings):
-                self.report(
-                    fix.replacement.old,
-                    report.message,
-                    position=where,
-                    replacement=fix.replacement.new,
-                )
+            where = self.get_metadata(PositionProvider, report.node)
+            change = report.replacement
+            if change is not None and applies(report.applicability, settings):
+                self.report(change.old, report.message, position=where, replacement=change.new)
             else:
-                self.report(report.hit.node, report.message, position=where)
-        return False  # the engine walked the module already
+                self.report(report.node, report.message, position=where)
+        return False  # the core read the module already
 
 
 class CGG001(_Engine, LintRule):

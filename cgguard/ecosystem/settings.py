@@ -19,14 +19,8 @@ on cgguard's command line (checked).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import replace
 
-import libcst as cst
-
-from cgguard.static.driver.findings import Finding, Fix
-from cgguard.static.rules.base import SAFE, UNSAFE, Context, Report, RuleFix, Span
-from cgguard.static.rules.engine import statement_lines
+from cgguard.static.source.findings import SAFE, UNSAFE, Finding
 from cgguard.static.workflow.config import ConfigError, Settings, resolve
 from cgguard.static.workflow.selection import make_filter
 
@@ -50,52 +44,17 @@ def settings_for(path: str | None) -> Settings:
         raise SettingsError(f"cgguard: error: {exc}") from None
 
 
-def kept(
-    found: list[Report],
-    module: cst.Module,
-    text: str,
-    lines: list[str],
-    position: Callable[[cst.CSTNode], Span],
-    path: str | None,
-    settings: Settings,
-) -> list[Report]:
-    """The reports cgguard's finding filter keeps for ``path``, in their order; a report
+def kept(findings: list[Finding], text: str, path: str | None, settings: Settings) -> list[Finding]:
+    """The findings cgguard's finding filter keeps for ``path``, in their order; a finding
     whose fix ``unfixable`` drops comes back without its fix."""
-    if not found:
-        return found
-    ctx = Context(module, text, lines, position)
-    findings = [_as_finding(report, ctx, path or "-") for report in found]
-    by_key = {_key(f): report for f, report in zip(findings, found)}
-    out = []
-    for f in make_filter(settings)(path or "-", text, findings):
-        report = by_key[_key(f)]
-        out.append(report if f.fix is not None or report.fix is None else replace(report, fix=None))
-    return out
+    if not findings:
+        return findings
+    return make_filter(settings)(path or "-", text, findings)
 
 
-def applies(fix: RuleFix | None, settings: Settings) -> bool:
-    """Would ``cgguard fix`` (without ``--unsafe-fixes`` / ``--no-unsafe-fixes``) apply it?"""
-    if fix is None:
+def applies(applicability: str | None, settings: Settings) -> bool:
+    """Would ``cgguard fix`` (without ``--unsafe-fixes`` / ``--no-unsafe-fixes``) apply a fix
+    of this applicability (None: no fix)?"""
+    if applicability is None:
         return False
-    return fix.applicability == SAFE or (settings.unsafe_fixes and fix.applicability == UNSAFE)
-
-
-def _as_finding(report: Report, ctx: Context, path: str) -> Finding:
-    # What the filter reads: place, code, statement lines, and whether there is a fix.
-    line, col, end_line, end_col = ctx.span(report.hit.node)
-    fix = None if report.fix is None else Fix(report.fix.applicability, report.fix.description, ())
-    return Finding(
-        path=path,
-        line=line,
-        col=col + 1,
-        end_line=end_line,
-        end_col=end_col + 1,
-        code=report.code,
-        message=report.message,
-        fix=fix,
-        stmt_lines=statement_lines(report.hit.stmt, ctx),
-    )
-
-
-def _key(f: Finding) -> tuple:
-    return (f.line, f.col, f.end_line, f.end_col, f.code, f.message)
+    return applicability == SAFE or (settings.unsafe_fixes and applicability == UNSAFE)

@@ -25,8 +25,8 @@ from cgguard.ops.runner_verdict import (
 from cgguard.ops.workarounds import Workarounds, find_workarounds
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
-from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.run import check_paths
+from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip
 
 AFFECTING_CODE = "CGG001"  # per-token block count; CGG002 (max()) is a review note

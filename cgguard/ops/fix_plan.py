@@ -25,7 +25,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
-from cgguard.static.driver.findings import DISPLAY_ONLY, UNSAFE, Finding
+from cgguard.static.source.findings import DISPLAY_ONLY, UNSAFE, Finding
 
 AFFECTING_CODE = "CGG001"
 
@@ -68,7 +68,7 @@ def _key(f: Finding) -> tuple:
 
 
 def _read(path: str) -> str:
-    from cgguard.static.driver import sourcefile
+    from cgguard.static.source import sourcefile
 
     try:
         return sourcefile.decode(sourcefile.read_bytes(path)).text

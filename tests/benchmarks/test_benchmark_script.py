@@ -125,6 +125,14 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
             "root); its runner `corpus/v1/worker/gpu_model_runner.py` takes the per-token count from "
             "`cudagraph_capture_size()`, planted in `corpus/v1/worker/utils.py`") in out
     assert "The file with nothing to parse: `corpus/v1/plain.py`." in out
+    # Issue 24: one large generated module that names the capture size and block counts,
+    # read by the core and reported clean, without libcst; its target is per byte.
+    large = _table_row(out, "cgguard check, one 270 KB module whose capture size feeds token buffers")
+    assert large[4:7] == ["0", "1", "≤ nothing to parse, per byte; 0 findings; no libcst"], large
+    assert large[7] in ("pass", "**FAIL**")
+    assert re.search(r"Large silent module: `large-silent/attention_backend.py`, 2[5-9]\d,\d{3} bytes written by "
+                     r"`benchmarks/largesilent.py` .*; \d+ ms per MB against \d+ ms per MB for the 5 files with "
+                     r"nothing to parse \([\d,]+ bytes\); libcst imported: (yes|no) ", out), out
     assert _table_row(out, "python -c pass")[4] == "–"
     assert _table_row(out, "python -c 'import libcst'")[4] == "–"  # the floor of a run that parses
     peak = _table_row(out, "peak RSS of cgguard check, whole tree")
@@ -161,9 +169,9 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     rows = [line for line in timing.splitlines() if line.startswith("| ")]
     # header; the tree by default and in one process, grep; the runner file (check, fix,
     # grep); the project's runner and its file with nothing to parse; nothing to parse,
-    # python -c pass and import libcst; the plugin-like tree twice; both trees twice
-    # more with one core busy; peak RSS and findings.
-    assert len(rows) == 1 + 3 + 3 + 2 + 3 + 2 + 4 + 2
+    # python -c pass and import libcst; the large silent module; the plugin-like tree
+    # twice; both trees twice more with one core busy; peak RSS and findings.
+    assert len(rows) == 1 + 3 + 3 + 2 + 3 + 1 + 2 + 4 + 2
     assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
 
 
@@ -272,6 +280,7 @@ def test_a_baseline_checkout_is_timed_beside_this_one(small_corpus: Path, tmp_pa
     assert _table_row(proc.stdout, f"{base} fix, runner file")[4] == "1"  # one fix applied, to its own copy
     files = re.search(r"\| cgguard check, (\d+) files with nothing to parse", proc.stdout).group(1)
     assert _table_row(proc.stdout, f"{base} check, {files} files with nothing to parse")[4:6] == ["0", files]
+    assert _table_row(proc.stdout, f"{base} check, one 270 KB module whose capture size")[4:6] == ["0", "1"]
 
 
 def test_a_baseline_that_is_no_checkout_is_one_clear_error(small_corpus: Path, tmp_path: Path) -> None:
@@ -281,3 +290,18 @@ def test_a_baseline_that_is_no_checkout_is_one_clear_error(small_corpus: Path, t
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == f"benchmarks/run.py: error: {tmp_path}: --baseline needs a cgguard checkout (no cgguard/cli.py there)"
     assert "Traceback" not in proc.stderr
+
+
+def test_the_large_silent_module_is_generated_to_size_and_names_what_screens_look_for() -> None:
+    """The module is Python of 250-300 KB, the same on every run, and holds both a capture
+    size and block-count words: no byte screen can settle it, the core must read it."""
+    spec = importlib.util.spec_from_file_location("largesilent", REPO / "benchmarks" / "largesilent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.module_text()
+    assert 250_000 <= len(text.encode()) <= 300_000
+    assert text == module.module_text()
+    compile(text, "attention_backend.py", "exec")
+    assert "max_cudagraph_capture_size" in text and "num_blocks" in text
+    assert "return max(capture_size or 0," in text  # a max() token capacity
+    assert "torch.zeros(capture_size + 1," in text  # token buffers sized by the capture size

@@ -176,7 +176,7 @@ def _common_affixes_cover_all_but_the_count(before: str, after: str) -> bool:
 # ---- the fixer's span bookkeeping against its plain definition -------------------
 
 from cgguard.static.driver import fixer  # noqa: E402
-from cgguard.static.driver.findings import SAFE, Finding, Fix, TextEdit  # noqa: E402
+from cgguard.static.source.findings import SAFE, Finding, Fix, TextEdit  # noqa: E402
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -15,9 +15,10 @@ import stat
 
 import pytest
 
-from cgguard.static.driver import fixer, sourcefile
-from cgguard.static.driver.findings import SAFE, Finding, Fix, TextEdit
+from cgguard.static.driver import fixer
 from cgguard.static.driver.run import fix_file, fix_paths, fix_source_text
+from cgguard.static.source import sourcefile
+from cgguard.static.source.findings import SAFE, Finding, Fix, TextEdit
 from tests.robustness.conftest import BUGGY, CLEAN, FIXED
 
 

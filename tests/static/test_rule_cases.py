@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.static.driver.findings import SAFE
-from cgguard.static.driver.run import fix_source_text
-from cgguard.static.workflow.ruledocs import ProjectCase, RuleCase, all_rules
 from cgguard.static.driver.check import check_source
+from cgguard.static.driver.run import fix_source_text
+from cgguard.static.source.findings import SAFE
+from cgguard.static.workflow.ruledocs import ProjectCase, RuleCase, all_rules
 from tests.conftest import run_cgguard
 
 _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")

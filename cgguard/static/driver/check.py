@@ -1,77 +1,94 @@
 """Check one file's text: the driver's stages, one after the other, each called from here.
 
-    text -> screen -> parse -> analyse -> report -> findings (-> fix, :mod:`.fixer`)
+    text -> core (Python's parser, the intermediate form, the data flow) -> report -> findings
 
-- :mod:`.screen` decides on the text and Python's tree what libcst parses (a Plan);
-- :mod:`.parse` makes libcst's modules of it (on a thread with a large stack);
-- :mod:`.analyse` runs the rules over them;
-- :mod:`.report` turns the rules' hits into findings with positions and fixes;
-- :mod:`.project` does the same for flows through helpers imported from the
-  project's other modules (its own index, then the same stages).
-
-No stage calls a later one or goes back to an earlier one: where only the rules can
-tell whether a helper's return carries a capture size, the screen says so in its
-plan, and this module asks the rules (parse, analyse) before choosing what to parse.
-A test holds the modules to that order (tests/static/test_pipeline.py).
-
-Two paths give the same findings (a test compares them over all of vLLM): the
-*fast* plan (default) and the *full* one (``fast=False``: libcst parses every file
-that holds a capture size whole).
+- the byte prefilter (:mod:`.prefilter`, run by :mod:`.run`) leaves only files that name a
+  source, or import from their project and name a sink;
+- the core (:mod:`cgguard.static.core`) parses the whole file with Python's parser, lowers
+  it, and follows the model from sources to sinks, reading the project's other modules
+  where a call, an import or a base class leads;
+- :mod:`.report` turns its hits into findings: only a file with a hit to fix imports libcst,
+  which parses only the statement each fix changes.
 """
 
 from __future__ import annotations
 
-from cgguard.static.driver import screen
-from cgguard.static.driver.findings import Finding
+import os
+
+from cgguard.static.driver.context import RunContext
+from cgguard.static.source.findings import Finding
 
 
-def check_source(text: str, path: str, *, fast: bool = True) -> list[Finding]:
+def check_source(
+    text: str, path: str, *, fast: bool = True, context: RunContext | None = None
+) -> list[Finding]:
     """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input.
 
-    The file's own findings (fast or full path), and those of flows through helpers
-    imported from the project's other modules (:mod:`.project`, the same for both paths).
+    ``fast`` is kept for callers of the screen this replaced: both paths are the core's now.
+    ``context``: what the run has read already (a fresh one for this file alone if None).
     """
-    own = own_findings(text, path, fast=fast)
-    from cgguard.static.driver import project
-
-    across = project.findings(text, path)
-    if not across:
-        return own
-    return sorted(set(own) | set(across), key=Finding.sort_key)
-
-
-def own_findings(text: str, path: str, *, fast: bool = True) -> list[Finding]:
-    """The findings of flows that end in ``path``'s own code: within it, and through the
-    parameter of a helper imported from another module of the project (read alone)."""
-    plan = screen.plan(text, path, fast=fast)
-    if plan.mode == screen.NOTHING:
-        return []  # most files: the later stages are not even imported
-    from cgguard.static.driver import analyse, parse, report
-
-    if plan.confirm and parse.deep(
-        lambda: any(analyse.returns_capture(parse.cut(plan, s, e, path)) for s, e in plan.confirm)
-    ):
-        plan = plan.whole(
-            path
-        )  # a helper's return carries the capture size: the rules need every caller
-    if plan.mode == screen.FUNCTIONS and not plan.spans:
+    hits, source_lines = core_hits(text, path, context=context)
+    if not hits or source_lines is None:
         return []
+    _check_depth(text, path)
+    from cgguard.static.driver import report
 
-    from cgguard.static.driver import project
+    return report.findings(hits, text, source_lines.file_lines(), path, source_lines)
 
-    def work() -> tuple[list, list[Finding]]:
-        # Inside deep(): ImportedParams is libcst's side, so a forked child hands this file
-        # to the parent before importing libcst a second time in the run.
-        imported = project.imported_params(
-            text, path
-        )  # helpers of other modules, read when a call asks
-        pieces = parse.pieces(plan, path)
-        analysed = analyse.hits(plan, pieces, path, imported)
-        return analysed, report.findings(analysed, plan.text, plan.lines, path)
 
-    analysed, found = parse.deep(work)
-    if found:
-        analyse.check_parses(
-            analysed
-        )  # the full path would parse the whole file: a finding needs it to
-    return found
+class SourceLines:
+    """The lines of the module holding a hit's source, read by the run's program;
+    ``tree``: the checked file's intermediate form."""
+
+    def __init__(self, program, key: str, tree):
+        self._program, self._key, self.tree = program, key, tree
+
+    def __call__(self, hit) -> list[str]:
+        where = getattr(hit.helper, "path", None) or self._key
+        return self._program.lines_at(where)
+
+    def file_lines(self) -> list[str]:
+        return self._program.lines_at(self._key)
+
+
+def core_hits(
+    text: str, path: str, tree=None, context: RunContext | None = None
+) -> tuple[list, SourceLines | None]:
+    """The core's hits in ``path``'s own code, each once, and a reader of their sources'
+    lines. ``tree``: the file's intermediate form, or what makes it, when a front end has one
+    (the Fixit rule and the codemod lower libcst's module, only for a file worth it);
+    Python's parser lowers it otherwise."""
+    from cgguard.static.driver.prefilter import might_match
+    from cgguard.static.driver.projectroot import project_root
+
+    if context is None:
+        context = RunContext()
+    root = project_root(os.path.dirname(os.path.abspath(path))) if path else None
+    if not might_match(text) and not context.imports_a_source(text, path, root):
+        return [], None  # no source here, and no module of the project it imports has one
+    program = context.program(root)
+    module = program.add(path, text, tree() if callable(tree) else tree)
+    key = module.path
+    hits = [h for h in program.hits(module) if h.path is None or h.path == key]
+    hits += [h for h in program.landing_hits(module) if h.path == key]
+    return _unique(hits), SourceLines(program, key, module.tree)
+
+
+def _unique(hits: list) -> list:
+    seen: set[tuple] = set()
+    out = []
+    for h in hits:
+        s = h.node.span
+        k = (s.line, s.col, s.end_line, s.end_col, h.kind)
+        if k not in seen:
+            seen.add(k)
+            out.append(h)
+    return out
+
+
+def _check_depth(text: str, path: str) -> None:
+    """libcst nests deeper than Python's tree: refuse what it could not parse."""
+    from cgguard.static.driver.parse import too_deep
+
+    if too_deep(text, path):
+        raise RecursionError("too deeply nested for libcst")

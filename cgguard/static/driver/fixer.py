@@ -14,7 +14,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cgguard.static.driver.findings import SAFE, UNSAFE, Finding, TextEdit
+from cgguard.static.source.edits import apply_edits
+from cgguard.static.source.findings import SAFE, UNSAFE, Finding, TextEdit
 
 # Each round fixes every non-overlapping finding at once, so one round is the
 # norm; overlapping fixes (a count nested in another) need one more round each.
@@ -36,23 +37,6 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
     return fix is not None and (
         fix.applicability == SAFE or (unsafe and fix.applicability == UNSAFE)
     )
-
-
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """Apply non-overlapping edits in one pass (linear: a file may hold thousands)."""
-    for edit in edits:
-        if not 0 <= edit.start <= edit.end <= len(text):
-            raise ValueError(f"edit {edit.start}..{edit.end} outside the text (length {len(text)})")
-    pieces: list[str] = []
-    pos = 0
-    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
-        if edit.start < pos:
-            raise ValueError(f"edit {edit.start}..{edit.end} overlaps another")
-        pieces.append(text[pos : edit.start])
-        pieces.append(edit.text)
-        pos = edit.end
-    pieces.append(text[pos:])
-    return "".join(pieces)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -90,6 +74,8 @@ def _non_overlapping(findings: list[Finding]) -> tuple[list[Finding], list[TextE
     edits: list[TextEdit] = []
     claimed = _Spans()
     for f in findings:
+        if f.fix is None:
+            continue
         mine = [(e.start, e.end) for e in f.fix.edits]
         if any(_overlap(a, b) for i, a in enumerate(mine) for b in mine[i + 1 :]):
             continue  # a malformed fix (its own edits collide): never applied

@@ -242,7 +242,7 @@ def _shared(
             if not isinstance(out, Later):
                 return out
             payload = out.payload
-        return work(items[i], payload)
+        return work(items[i], payload)  # type: ignore[arg-type]  # a Later's payload
 
     # Units the child leaves to the parent (ParentOnly) come back at once through
     # their own pipe, so the parent does them while the child still works.
@@ -332,7 +332,7 @@ def _shared(
     if status == 0 and payload:
         try:
             plain_units, theirs = pickle.loads(payload)
-            if plain_units:
+            if plain_units and plain is not None:
                 numbers = array("l")
                 numbers.frombytes(plain_units)
                 theirs.update((u, plain(items[units[u][0]])) for u in numbers)

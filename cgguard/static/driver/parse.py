@@ -1,16 +1,16 @@
-"""Parse: libcst reads what the screen's :class:`~.screen.Plan` names (:func:`pieces`),
-on a thread with a large stack (:func:`deep`); node positions on demand (:class:`Positions`).
+"""Parse: libcst reads the functions that hold a finding, on a thread with a large stack
+(:func:`deep`); node positions on demand (:class:`Positions`).
 
-The third stage of a file's way through the driver (:mod:`.check`): it takes what
-:mod:`.screen` decided (Python's own parser has read all of it by then) and hands
-libcst's modules to :mod:`.analyse`. Imports nothing from the stages after it.
+Used by :mod:`.report` only, for a file the core found a hit in (Python's own parser has
+read all of it by then). Imports nothing from the stages after it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from cgguard.static.driver.screen import WHOLE, Plan, parsable
+import ast
+import re
+from collections.abc import Mapping
+from typing import Any
 
 
 def parse(source: str, path: str):
@@ -90,7 +90,7 @@ class Positions:
     def __init__(self, module, offset: int):
         self.module = module
         self.offset = offset
-        self._ranges = None
+        self._ranges: Mapping[Any, Any] | None = None
 
     def __call__(self, node) -> tuple[int, int, int, int]:
         if self._ranges is None:
@@ -106,28 +106,32 @@ class Positions:
                 # RecursionError may surface as a KeyError from its position bookkeeping.
                 # Either way the file is too deeply nested, as a parse that fails is.
                 raise RecursionError("too deeply nested to find positions") from exc
+        assert self._ranges is not None
         r = self._ranges[node]
         return (r.start.line + self.offset, r.start.column, r.end.line + self.offset, r.end.column)
 
 
-@dataclass
-class Piece:
-    """One libcst module of a file: the whole file, or one function cut out of it."""
-
-    module: object  # libcst.Module
-    offset: int  # its line 1 is the file's line 1 + offset
-    start: int  # the file's line index where it starts (0: the whole file)
-
-
-def pieces(plan: Plan, path: str) -> list[Piece]:
-    """libcst's modules of what ``plan`` names (call it inside :func:`deep`)."""
-    if plan.mode == WHOLE:
-        return [Piece(parse(plan.text, path), 0, 0)]
-    return [cut(plan, start, end, path) for start, end in plan.spans]
+def too_deep(source: str, path: str) -> bool:
+    """Would libcst's tree of ``source`` nest past :data:`MAX_NESTING` levels? libcst nests
+    deeper than Python's tree (an ``a or b or ...`` chain one level per operand)."""
+    if len(_OPERATORS.findall(source)) <= MAX_NESTING:
+        return False  # each level of a long chain needs one of these
+    return _libcst_depth(ast.parse(source, filename=path)) > MAX_NESTING
 
 
-def cut(plan: Plan, start: int, end: int, path: str) -> Piece:
-    """libcst's module of the function on ``plan.lines[start:end]`` (validated already)."""
-    lines = plan.lines
-    offset = start - (1 if lines[start][:1] in (" ", "\t") else 0)
-    return Piece(parse(parsable(lines, start, "".join(lines[start:end])), path), offset, start)
+MAX_NESTING = 20_000
+_OPERATORS = re.compile(r"[-+*/%@&|^]| or | and ")
+
+
+def _libcst_depth(tree: ast.AST) -> int:
+    """How deep libcst's tree of this code nests, about: Python's depth, with each boolean
+    operator chain counted one level per operand (iterative: the tree may be deep)."""
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            depth += len(node.values) - 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest

@@ -25,13 +25,4 @@ def plain_bytes(data: bytes) -> bool:
 
 def might_match(text: str) -> bool:
     """Cheap test on decoded text: can it contain anything a rule looks at?"""
-    if text is _last_asked[0]:
-        return _last_asked[
-            1
-        ]  # the same text asked again (the driver, its screen, the project's roles)
-    found = any(n in text for n in TEXT_NEEDLES)
-    _last_asked[:] = [text, found]
-    return found
-
-
-_last_asked: list = [None, False]
+    return any(n in text for n in TEXT_NEEDLES)

@@ -1,8 +1,8 @@
 """Where a file's project starts: the nearest folder holding a project marker.
 
 Its own module (imports only the standard library): the driver's byte screen asks
-it for every file that might take a count from another module, before anything
-else of the project index (:mod:`.projectindex`) is needed.
+it for every file that might take a count from another module, before the core reads
+any of the project's modules.
 """
 
 from __future__ import annotations

@@ -1,58 +1,89 @@
-"""Report: the rules' hits as findings (file positions, messages, fixes as text edits).
+"""Report: the core's hits as findings (positions, messages, fixes as text edits).
 
-The fifth stage (:mod:`.check`): positions are resolved here, on the modules
-:mod:`.parse` made, only for a module that has a hit. Imports nothing from the stages
-after it.
+The core decides what is a finding, on the intermediate form. Positions are its spans,
+messages come from the file's text at them (:mod:`cgguard.static.rules.verdict`). libcst is
+imported only for a hit with a fix, and parses only the statement that holds it
+(:func:`cgguard.static.fixes.edit.text_edit`): a silent file is never parsed by it.
 """
 
 from __future__ import annotations
 
-from cgguard.static.driver.analyse import Analysed
-from cgguard.static.driver.findings import Finding, Fix, TextEdit
-from cgguard.static.driver.parse import Positions
-from cgguard.static.driver.sourcetext import SourceText
+from collections.abc import Callable
+from itertools import accumulate
+
+from cgguard.static.core import flow as core
+from cgguard.static.core import ir
+from cgguard.static.source.findings import Finding, Fix
 
 
-def findings(analysed: list[Analysed], text: str, lines: list[str], path: str) -> list[Finding]:
-    """The findings of every analysed piece of one file, in file order, each once."""
-    src = SourceText(text, lines)
-    out: list[Finding] = []
-    for a in analysed:
-        if a.hits:
-            out += findings_of(a.hits, a.piece.module, a.positions, src, path, a.none_checked)
-    return sorted(set(out), key=Finding.sort_key)
-
-
-def findings_of(
-    hits, module, positions: Positions, src: SourceText, path: str, none_checked=None
+def findings(
+    hits: list[core.Hit],
+    text: str,
+    lines: list[str],
+    path: str,
+    source_lines: Callable[[core.Hit], list[str]],
 ) -> list[Finding]:
-    """Findings of ``hits`` in ``module`` (positions in file coordinates, fixes as text edits)."""
-    from cgguard.static.rules.base import Context
-    from cgguard.static.rules.engine import reports, statement_lines
+    """The findings of ``hits`` (all in this file), in file order, each once.
+    ``source_lines(hit)``: the lines of the file holding the hit's source."""
+    from cgguard.static.driver.parse import deep
 
-    ctx = Context(module, src.text, src.lines, positions, none_checked)
-    out = []
-    for report in reports(hits, ctx):
-        line, col, end_line, end_col = ctx.span(report.hit.node)
-        fix = None
-        if report.fix is not None:
-            rep = report.fix.replacement
-            first, c0, last, c1 = ctx.span(rep.old)
-            edit = TextEdit(
-                src.char_offset(first, c0), src.char_offset(last, c1), ctx.code(rep.core)
-            )
-            fix = Fix(report.fix.applicability, report.fix.description, (edit,))
-        out.append(
-            Finding(
-                path=path,
-                line=line,
-                col=col + 1,
-                end_line=end_line,
-                end_col=end_col + 1,
-                code=report.code,
-                message=report.message,
-                fix=fix,
-                stmt_lines=statement_lines(report.hit.stmt, ctx),
-            )
-        )
-    return out
+    starts = list(accumulate(map(len, lines), initial=0))
+
+    def work() -> list[Finding]:
+        return [finding(hit, text, lines, path, source_lines(hit), starts) for hit in hits]
+
+    # libcst recurses once per nesting level: a deeply nested statement needs a large stack.
+    fixable = any(h.rewrite is not None and h.request is not None for h in hits)
+    return sorted(set(deep(work) if fixable else work()), key=Finding.sort_key)
+
+
+def finding(
+    hit: core.Hit,
+    text: str,
+    lines: list[str],
+    path: str,
+    source_lines: list[str] | None = None,
+    line_starts: list[int] | None = None,
+) -> Finding:
+    """One hit's finding: where, what the rule says, and its fix as a text edit."""
+    from cgguard.static.fixes.edit import text_edit
+    from cgguard.static.rules.verdict import verdict
+
+    edit = text_edit(hit, lines, line_starts)
+    said = verdict(hit, text, lines, source_lines, fixable=edit is not None)
+    fix = None
+    if edit is not None and said.applicability is not None and said.description is not None:
+        fix = Fix(said.applicability, said.description, (edit,))
+    s = hit.node.span
+    return Finding(
+        path=path,
+        line=s.line,
+        col=s.col + 1,
+        end_line=s.end_line,
+        end_col=s.end_col + 1,
+        code=said.code,
+        message=said.message,
+        fix=fix,
+        stmt_lines=statement_lines(hit.stmt),  # type: ignore[arg-type]
+    )
+
+
+def statement_lines(stmt: ir.Stmt | None) -> tuple[int, int]:
+    """Lines a suppression comment may sit on: the statement, or a compound one's header."""
+    if stmt is None:
+        return (0, 0)
+    first, last = stmt.span.line, stmt.span.end_line
+    header: list[ir.Expr] = []
+    if isinstance(stmt, (ir.If, ir.While)):
+        header = [stmt.test]
+    elif isinstance(stmt, ir.For):
+        header = [stmt.target, stmt.iter]
+    elif isinstance(stmt, ir.With):
+        header = [item.target or item.context for item in stmt.items]
+    elif isinstance(stmt, ir.Match):
+        header = [stmt.subject]
+    elif isinstance(stmt, ir.Try):
+        return (first, first)
+    else:
+        return (first, last)
+    return (first, max(h.span.end_line for h in header))

@@ -11,11 +11,11 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from cgguard.static.driver import sourcefile
-from cgguard.static.driver.findings import FileError, Finding
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import has_needle, might_match, plain_bytes
 from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
+from cgguard.static.source import sourcefile
+from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip, discover
 
 # Filter applied to each file's findings before they are reported or fixed
@@ -99,9 +99,9 @@ def iter_python_files(
     return discover(paths, settings, sizes)
 
 
-def _checker(path: str, finding_filter: FindingFilter | None):
+def _checker(path: str, finding_filter: FindingFilter | None, context=None):
     def check(text: str) -> list[Finding]:
-        findings = _quiet_check(text, path)
+        findings = _quiet_check(text, path, context)
         if finding_filter is not None:
             findings = finding_filter(path, text, findings)
         return findings
@@ -109,7 +109,7 @@ def _checker(path: str, finding_filter: FindingFilter | None):
     return check
 
 
-def _quiet_check(text: str, path: str) -> list[Finding]:
+def _quiet_check(text: str, path: str, context=None) -> list[Finding]:
     # Imported here: a run whose files all pass the prefilter never loads the parser side.
     from cgguard.static.driver.check import check_source
     from cgguard.static.driver.prefilter import might_match
@@ -120,13 +120,16 @@ def _quiet_check(text: str, path: str) -> list[Finding]:
     # literal, ...) on stderr; that is not ours to print, one line per file is.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return check_source(text, path)
+        return check_source(text, path, context=context)
 
 
-def check_text(text: str, path: str, finding_filter: FindingFilter | None = None) -> FileResult:
+def check_text(
+    text: str, path: str, finding_filter: FindingFilter | None = None, context=None
+) -> FileResult:
+    """``context``: what the run has read (:class:`.context.RunContext`); None: this file alone."""
     result = FileResult(path)
     try:
-        result.findings = _checker(path, finding_filter)(text)
+        result.findings = _checker(path, finding_filter, context)(text)
     except SyntaxError as exc:
         result.error = FileError(path, f"syntax error at line {exc.lineno}: {exc.msg}")
         result.checked = False
@@ -138,7 +141,7 @@ def check_text(text: str, path: str, finding_filter: FindingFilter | None = None
 
 def _may_import_a_count(text: str) -> bool:
     """A file without a capture size that imports something and names a block count: a
-    helper of another module of the project may hand it one (:mod:`.project`)."""
+    helper of another module of the project may hand it one (the core follows the import)."""
     from cgguard.static.rules.model import mentions_sink_word
 
     return "import" in text and mentions_sink_word(text)
@@ -146,7 +149,7 @@ def _may_import_a_count(text: str) -> bool:
 
 def _importer_bytes(path: str, data: bytes) -> bool:
     """Without a capture size, a file of a project that imports something and names a block
-    count may still take one from a helper of another module (:mod:`.project`)."""
+    count may still take one from a helper of another module (the core follows the import)."""
     if b"import" not in data or not _mentions_sink_word(data):
         return False
 
@@ -285,6 +288,13 @@ def _not_written(result: FileResult, reason: str | None) -> FileResult:
     return result
 
 
+def _guarded_result(path: str, work: Callable[[str], FileResult]) -> FileResult:
+    """:func:`_guarded` for work that always gives a result."""
+    found = _guarded(path, work)
+    assert isinstance(found, FileResult)
+    return found
+
+
 def _guarded(path: str, work: Callable[[str], FileResult | str]) -> FileResult | str:
     """Run one file's work; an unexpected exception becomes that file's error line
     (with the traceback kept for --verbose) and the run goes on."""
@@ -326,12 +336,18 @@ def check_paths(
         # 715 such files: 0.2 s of CPU for 11 MB, against 0.14 s per MB).
         return Later(screened, len(screened) if might_match(screened) else len(screened) // 8)
 
+    from cgguard.static.driver.context import RunContext
+
+    # One run's reading of each project (modules, summaries), shared by its files.
+    context = RunContext()
+
     def work(item: tuple[str, FileError | None], text: str) -> FileResult:
-        return _guarded(item[0], lambda p: check_text(text, p, finding_filter))
+        return _guarded_result(item[0], lambda p: check_text(text, p, finding_filter, context))
 
     def before_fork() -> None:
         # The stages every file the screen leaves goes through, imported once in the parent.
-        from cgguard.static.driver import analyse, check, helperscreen, parse, project, report  # noqa: F401
+        from cgguard.static.core import flow, program, pyast  # noqa: F401
+        from cgguard.static.driver import check, report  # noqa: F401
 
     sizes: dict[str, int] = {}  # discovery's stat of each file, read again by no one
 
@@ -364,7 +380,7 @@ def fix_paths(
             run.files.append(_not_checked(path, error))
         else:
             run.files.append(
-                _guarded(
+                _guarded_result(
                     path,
                     lambda p: fix_file(
                         p, finding_filter, write=write, unsafe=unsafe, diff_base=run.diff_base

@@ -1,11 +1,10 @@
-"""The rules, on libcst: CGG001 (:mod:`.cgg001`) and CGG002 (:mod:`.cgg002`).
+"""The rules: CGG001 (:mod:`.cgg001`) and CGG002 (:mod:`.cgg002`) over the core's hits.
 
-What they recognise (:mod:`.model`, the taint model as data, and :mod:`.nodes`, on libcst
-nodes), how values flow to block counts (:mod:`.flow`), the fix as a change to the
-smallest node (:mod:`.fixes`), messages (:mod:`.messages`), and the engine that runs
-them over a parsed module (:mod:`.engine`) with what rules report (:mod:`.base`).
+What they follow is the taint model, as data (:mod:`.model`); the data-flow core
+(:mod:`cgguard.static.core`) finds where a source reaches a sink. A rule says what such a
+hit is: its code, its message (:mod:`.messages`) and how safe its fix is; :mod:`.verdict`
+asks the rule for a hit. The fix itself is written by :mod:`cgguard.static.fixes`.
 
-Pure analysis of parsed code; knows nothing of files, config or output. The
-driver (``cgguard check``/``fix``) and the adapters in :mod:`cgguard.ecosystem`
-(Fixit, codemods) decide what is parsed and run the same rule classes.
+Knows nothing of files, config or output. The driver (``cgguard check``/``fix``) and the
+adapters in :mod:`cgguard.ecosystem` (Fixit, the codemod) ask the same questions here.
 """

@@ -1,20 +1,19 @@
 """CGG002: ``max(<capture size>, ...)`` feeding a block count.
 
-Still grows with the token count, but the author may need at least
-``max_num_seqs`` rows: the bound is shown as a suggestion (display-only), never
-applied.
+Still grows with the token count, but the author may need at least ``max_num_seqs`` rows:
+the bound is shown as a suggestion (display-only), never applied.
 """
 
 from __future__ import annotations
 
-from cgguard.static.rules.base import DISPLAY_ONLY, Context, Replacement, Rule, RuleFix
-from cgguard.static.rules.flow import MAX, Hit
+from cgguard.static.core.flow import MAX, Hit
+from cgguard.static.source.findings import DISPLAY_ONLY
+
+CODE = "CGG002"
+KIND = MAX
+NAME = "max-with-capture-size-blocks"
 
 
-class CGG002(Rule):
-    code = "CGG002"
-    kind = MAX
-    name = "max-with-capture-size-blocks"
-
-    def fix(self, hit: Hit, ctx: Context, replacement: Replacement, shown: str) -> RuleFix:
-        return RuleFix(DISPLAY_ONLY, f"Bound the capture size inside max(): {shown}", replacement)
+def fix_terms(hit: Hit, text: str, shown: str) -> tuple[str, str]:
+    """(applicability, description) of the fix; ``shown``: the bound's text."""
+    return DISPLAY_ONLY, f"Bound the capture size inside max(): {shown}"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from cgguard.static.rules.base import Context
-from cgguard.static.rules.fixes import REQUEST_PLACEHOLDER, shorten
-from cgguard.static.rules.flow import Hit
+from cgguard.static.core.flow import Hit
+from cgguard.static.fixes.edit import REQUEST_PLACEHOLDER, shorten
 
 
-def message_for(code: str, hit: Hit, ctx: Context, bound: str, *, unsafe: bool = False) -> str:
+def message_for(code: str, hit: Hit, bound: str, *, unsafe: bool = False) -> str:
     # One short line (about 120 characters at most): what is wrong and what to write
     # instead. The why is on the rule's page (`cgguard rule CODE`, `--format full`).
     sink = shorten(hit.sink, 48)

@@ -1,11 +1,10 @@
 """The taint model of CGG001/CGG002 as data: sources, propagators, sanitizers, sinks.
 
-One module read by both halves that must agree: the driver's screen (which decides,
-on text and Python's tree, what libcst parses: :mod:`cgguard.static.driver.prefilter`,
-:mod:`cgguard.static.driver.screen`, :mod:`cgguard.static.driver.helperscreen`) and the
-analysis on libcst (:mod:`cgguard.static.rules.nodes`, :mod:`cgguard.static.rules.flow`).
-Keep it free of libcst (the screen imports it before anything is parsed) and of logic
-beyond matching names. Everything here comes from the field notes (section 3).
+The only module that names vLLM's attributes. :func:`model` fills the core's
+:class:`cgguard.static.core.patterns.Model` with them; the byte prefilter's needles
+(:data:`NEEDLES`) are derived from the same sources. Keep it free of libcst and of the
+core's form at import (the byte prefilter imports it before anything is parsed), and of
+logic beyond naming.
 
 ========== =================================================================================
 Sources    a capture size, in tokens: ``<x>.max_cudagraph_capture_size``, the pre-0.11.1 name
@@ -14,26 +13,31 @@ Sources    a capture size, in tokens: ``<x>.max_cudagraph_capture_size``, the pr
            of one; a parameter whose default is one.
 Propagate  locals (walrus, unpacking, chained targets), tuples and lists, ``a or K``,
            arithmetic, conditional expressions, :data:`PASSTHROUGH_CALLS` (``int``,
-           ``cdiv``...), attributes of ``self`` (per class), returns of helpers (per
-           function: which tuple element carries it), arguments a helper hands to its
-           return (per parameter: :mod:`cgguard.static.rules.paramflow`).
-Sanitize   ``min()`` with a request count (:data:`REQUEST_COUNT_NAMES` on any receiver,
-           or a local holding one); the clamp ``if x > R: x = R``. A ``min()`` with a
-           token count (:data:`TOKEN_COUNT_NAMES`) or a constant still counts tokens.
-Sinks      stores and keywords named like a block count (:func:`is_block_count_name`:
-           ``num_gpu_blocks_override``, ``num_blocks=``...), ``available_memory=`` byte
-           budgets, positional arguments of a profiling builder
-           (:func:`is_profiling_builder`), string keys of a dict splatted into a call
-           (``replace(cache_config, **{"num_gpu_blocks_override": n})``), a layer's
-           profiling rows. A *local* named like a block count is no sink by itself: it
-           is where the finding goes when its value reaches a sink or leaves the
-           function (returned, stored on an object, passed to a call).
+           ``cdiv``...), sorted or filtered copies of a capture-size list, ``partial``,
+           attributes of ``self`` (per class and its bases), returns of helpers, and the
+           arguments a helper hands to its return (the core's summaries).
+Sanitize   ``min()`` with a request count (:data:`REQUEST_COUNT_NAMES` on any receiver, a
+           local holding one, a helper or property returning one); the clamp
+           ``if x > R: x = R`` and ``x if x <= R else R``. A ``min()`` with a token count
+           (:data:`TOKEN_COUNT_NAMES`) or a constant still counts tokens.
+Sinks      the allocation: a store of ``num_gpu_blocks_override`` on any object (also by
+           ``setattr``, ``replace`` and a splatted dict key), block-count keywords
+           (``num_blocks=``...), ``available_memory=`` byte budgets, and positional
+           arguments of a profiling builder (:data:`_PROFILING_BUILDER`). A *local* named
+           like a block count is no sink: it is where the finding goes when its value
+           reaches one (or, for the model's plain block-count names, leaves the function).
 ========== =================================================================================
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+from cgguard.static.core.needles import needles_of
+
+if TYPE_CHECKING:
+    from cgguard.static.core.patterns import Model
 
 # ---- sources ------------------------------------------------------------------------
 
@@ -46,8 +50,8 @@ CAPTURE_LIST_NAMES = frozenset({"cudagraph_batch_sizes", "cudagraph_capture_size
 GETATTR = "getattr"
 
 # Every source above contains one of these substrings: a text without any of them
-# cannot hold a finding (the byte prefilter and the screen's needles).
-NEEDLES = ("capture_size", "batch_sizes")
+# cannot hold a finding (the byte prefilter's needles), derived from the sources.
+NEEDLES = needles_of(CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
 assert all(any(n in name for n in NEEDLES) for name in CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
 
 # ---- propagators --------------------------------------------------------------------
@@ -122,9 +126,6 @@ def mentions_sink_word(text: str | bytes) -> bool:
     case-insensitive alternation is slow in ``re``; lowering and ``in`` are not).
     Bytes (a file not yet decoded) are asked whether they *may* mention one: True also
     where they hold a character that decoded text could match case-insensitively."""
-    if text is _last_asked[0]:
-        return _last_asked[1]  # the same text asked again (the driver's screen, then the project's)
-    key = text
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     # Lowering bytes is several times faster than a str, and finds the same words: a
     # word found so is one the pattern finds too. Only where none is found can a
@@ -145,11 +146,9 @@ def mentions_sink_word(text: str | bytes) -> bool:
             found = any(c in text for c in _FOLDS_TO_ASCII) and SINK_WORDS.search(text) is not None
         else:
             found = any(c in data for c in _FOLDS_TO_ASCII_UTF8)  # may: the text decides later
-    _last_asked[:] = [key, found]
     return found
 
 
-_last_asked: list = [None, False]
 # The characters other than ASCII letters that a case-insensitive ``re`` matches with
 # an ASCII letter (dotted and dotless i, long s, Kelvin sign): where one occurs, the
 # pattern itself decides.
@@ -173,3 +172,58 @@ def is_profiling_builder(callee: str) -> bool:
 def is_capture_attr_name(value: object) -> bool:
     """A constant attribute name handed to ``getattr`` that reads a capture size."""
     return isinstance(value, str) and value in CAPTURE_SIZE_ATTRS
+
+
+# ---- the model as patterns, read by the data-flow core ------------------------------
+
+
+def model() -> Model:
+    """The model the core reads (made per run: the core keeps nothing between runs)."""
+    from cgguard.static.core.patterns import Model
+
+    return Model(
+        source_attrs=CAPTURE_SIZE_ATTRS,
+        source_lists=CAPTURE_LIST_NAMES,
+        collection_calls=frozenset({"sorted", "list", "tuple"}),
+        element_stores=frozenset({"append"}),
+        partial_calls=frozenset({"partial"}),
+        passthrough_calls=PASSTHROUGH_CALLS,
+        widening_calls=frozenset({"max"}),
+        clamp_calls=frozenset({"min"}),
+        request_counts=REQUEST_COUNT_NAMES,
+        token_counts=TOKEN_COUNT_NAMES,
+        store_sinks=frozenset({"num_gpu_blocks_override"}),
+        keyword_sinks=re.compile(r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"),
+        budget_keywords=BYTE_BUDGET_NAMES,
+        builder_calls=_PROFILING_BUILDER,
+        setattr_calls=frozenset({"setattr"}),
+        replace_calls=frozenset({"replace"}),
+        placement_names=re.compile(
+            r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
+        ),
+        escaping_names=re.compile(
+            r"^(?:(?:min|num|fixed_num|profiling|min_profiling|num_gpu)_)?blocks(?:_override)?$"
+        ),
+        quiet_calls=NON_ESCAPING_CALLS,
+        runner_names=frozenset({"runner", "model_runner"}),
+        runner_request="max_num_reqs",
+        config_roots=frozenset({"vllm_config", "get_current_vllm_config()"}),
+        config_request="scheduler_config.max_num_seqs",
+        source_config="compilation_config",
+        class_requests=(
+            ("max_num_reqs", "self.max_num_reqs"),
+            ("max_num_seqs", "self.max_num_seqs"),
+            ("scheduler_config", "self.scheduler_config.max_num_seqs"),
+            ("vllm_config", "self.vllm_config.scheduler_config.max_num_seqs"),
+            ("model_runner", "self.model_runner.max_num_reqs"),
+        ),
+        runner_classes=re.compile(r"ModelRunner"),
+    )
+
+
+def __getattr__(name: str) -> Model:
+    # ``MODEL``: made when asked (the byte prefilter imports this module for its needles
+    # alone, and the model's types import the core's form).
+    if name == "MODEL":
+        return model()
+    raise AttributeError(name)

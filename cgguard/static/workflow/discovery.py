@@ -40,7 +40,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from cgguard.static.driver.findings import FileError
+from cgguard.static.source.findings import FileError
 from cgguard.static.workflow.config import Settings
 from cgguard.static.workflow.excluded import explain, is_virtualenv
 from cgguard.static.workflow.globs import (

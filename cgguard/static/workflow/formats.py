@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import os
 
-from cgguard.static.driver.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
+from cgguard.static.source.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -111,7 +111,7 @@ class Sources:
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:
-            from cgguard.static.driver import sourcefile
+            from cgguard.static.source import sourcefile
 
             try:
                 self._texts[path] = sourcefile.decode(sourcefile.read_bytes(path)).text
@@ -120,7 +120,7 @@ class Sources:
         return self._texts[path]
 
     def lines(self, path: str) -> list[str]:
-        from cgguard.static.driver.sourcetext import split_lines
+        from cgguard.static.source.sourcetext import split_lines
 
         text = self.text(path)
         return split_lines(text) if text is not None else []
@@ -238,7 +238,7 @@ def _why(code: str) -> str:
 def _fix_diff(f: Finding, sources: Sources) -> list[str]:
     import difflib
 
-    from cgguard.static.driver.fixer import apply_edits
+    from cgguard.static.source.edits import apply_edits
 
     text = sources.text(f.path)
     if text is None or f.fix is None:

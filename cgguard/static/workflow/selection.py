@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cgguard.static.driver.findings import Finding
+from cgguard.static.source.findings import Finding
 from cgguard.static.workflow.config import Settings
 from cgguard.static.workflow.globs import PathGlobs, relative_to_root
 from cgguard.static.workflow.suppressions import filter_suppressed

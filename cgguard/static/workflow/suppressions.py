@@ -18,7 +18,7 @@ import io
 import re
 import tokenize
 
-from cgguard.static.driver.findings import Finding
+from cgguard.static.source.findings import Finding
 
 ALL = None  # a directive that names no codes
 
@@ -75,7 +75,7 @@ def _suppressed_in_statement(lines: list[str], f: Finding) -> bool:
 
 
 def _physical_lines(text: str) -> list[str]:
-    from cgguard.static.driver.sourcetext import split_lines  # the scanner's own line numbering
+    from cgguard.static.source.sourcetext import split_lines  # the scanner's own line numbering
 
     return split_lines(text)
 

@@ -1,0 +1,167 @@
+"""The shapes a taint model is made of, and how an expression of the intermediate form matches them.
+
+A :class:`Model` is data: which attribute reads are sources, which calls hand a value through
+(propagators), which bound it (sanitizers), and which stores, keywords and arguments receive
+it (sinks). The data-flow core (:mod:`cgguard.static.core.flow`) asks only these questions;
+the names themselves live in the rules' model (:mod:`cgguard.static.rules.model`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cgguard.static.core import ir
+from cgguard.static.core.needles import needles_of
+
+
+@dataclass(frozen=True)
+class Model:
+    # ---- sources: a count the rule follows (a capture size, in tokens) -----------------
+    source_attrs: frozenset[str]  # ``<x>.name`` and ``getattr(<x>, "name"[, default])``
+    source_lists: frozenset[str]  # ``<x>.name[-1]`` and ``max(<x>.name)``: the largest
+    # ---- propagators -------------------------------------------------------------------
+    collection_calls: frozenset[str]  # ``sorted(sizes)``: still a list of sources
+    element_stores: frozenset[str]  # ``lst.append(size)``: ``lst`` becomes a list of sources
+    partial_calls: frozenset[str]  # ``partial(f, a)``: calling it calls ``f(a, ...)``
+    passthrough_calls: frozenset[str]  # ``f(x, ...)`` carries ``x``'s count
+    widening_calls: frozenset[str]  # ``max(x, ...)``: still the count (the second rule's kind)
+    # ---- sanitizers --------------------------------------------------------------------
+    clamp_calls: frozenset[str]  # ``min(x, R)`` with a request count R bounds it
+    request_counts: frozenset[str]  # attributes (any receiver) that are a request count
+    token_counts: frozenset[str]  # attributes that count tokens: a min() with them still does
+    # ---- sinks -------------------------------------------------------------------------
+    store_sinks: frozenset[str]  # attribute stores on any object, ``setattr``, ``replace``, keys
+    keyword_sinks: re.Pattern[str]  # keyword arguments of any call that take a block count
+    budget_keywords: frozenset[str]  # keyword arguments taking bytes of a block count
+    builder_calls: re.Pattern[str]  # callees whose positional arguments are a block count
+    setattr_calls: frozenset[str]  # ``setattr(obj, "name", value)``
+    replace_calls: frozenset[str]  # ``replace(obj, name=value)`` (dataclasses, copy)
+    # ---- where a finding goes ----------------------------------------------------------
+    placement_names: re.Pattern[str]  # names of locals that hold a block count
+    escaping_names: re.Pattern[str]  # block-named locals that are a count handed to any call
+    quiet_calls: frozenset[str]  # calls a block-named local is handed to without leaving
+    # ---- the fix's request count -------------------------------------------------------
+    runner_names: frozenset[str]  # receivers that hold ``<runner>.<runner_request>``
+    runner_request: str
+    config_roots: frozenset[str]  # receivers that hold ``<root>.<config_request>``
+    config_request: str
+    source_config: str  # the attribute holding the sources (dropped from the receiver)
+    # Attributes of a class, in order, that give it a request count (and the count's text).
+    class_requests: tuple[tuple[str, str], ...]
+    runner_classes: re.Pattern[str]  # class names that are a model runner
+
+    # ---- questions the core asks -------------------------------------------------------
+
+    def is_source(self, node: ir.Expr) -> bool:
+        """Is ``node`` itself the source (not a value derived from it)?"""
+        if isinstance(node, ir.Attribute):
+            return node.attr in self.source_attrs
+        if isinstance(node, ir.Subscript):
+            return _last_name(node.value) in self.source_lists and is_minus_one(node.index)
+        if isinstance(node, ir.Call):
+            if self.getattr_source(node) is not None:
+                return True
+            return (
+                isinstance(node.func, ir.Name)
+                and node.func.id in self.widening_calls
+                and len(node.args) == 1
+                and node.args[0].keyword is None
+                and not node.args[0].star
+                and _last_name(node.args[0].value) in self.source_lists
+            )
+        return False
+
+    def getattr_source(self, node: ir.Call) -> str | None:
+        """``getattr(x, "<source>"[, default])``: the attribute's name."""
+        if not (isinstance(node.func, ir.Name) and node.func.id == "getattr"):
+            return None
+        args = node.args
+        if len(args) not in (2, 3) or any(a.keyword is not None or a.star for a in args):
+            return None
+        name = args[1].value
+        if isinstance(name, ir.Const) and name.value in self.source_attrs:
+            return str(name.value)
+        return None
+
+    def is_source_list(self, node: ir.Expr) -> bool:
+        return _last_name(node) in self.source_lists
+
+    def mentions_request(self, node: ir.Expr) -> bool:
+        return any(_last_name(sub) in self.request_counts for sub in walk(node))
+
+    def keyword_sink(self, keyword: str) -> bool:
+        return keyword in self.store_sinks or bool(self.keyword_sinks.match(keyword))
+
+    def budget_sink(self, keyword: str) -> bool:
+        return keyword in self.budget_keywords
+
+    def builder(self, callee: str) -> bool:
+        return bool(self.builder_calls.search(callee))
+
+    def placement(self, name: str) -> bool:
+        return bool(self.placement_names.match(name))
+
+    def escaping(self, name: str) -> bool:
+        return bool(self.escaping_names.match(name))
+
+    def needles(self) -> tuple[str, ...]:
+        """Substrings one of which every source's text contains (the byte prefilter's)."""
+        return needles_of(self.source_attrs | self.source_lists)
+
+    def sink_words(self) -> tuple[str, ...]:
+        """Words (lower case) one of which every sink's text contains."""
+        words = {w.lower() for w in self.store_sinks} | set(self.budget_keywords)
+        return tuple(sorted(words | set(_SINK_WORD_HINTS)))
+
+
+# The words the sink patterns' regular expressions always contain (tested against them).
+_SINK_WORD_HINTS = ("blocks", "kv_cache_config", "minimal_kv_cache", "profil")
+
+
+def _last_name(node: object) -> str | None:
+    if isinstance(node, ir.Attribute):
+        return node.attr
+    if isinstance(node, ir.Name):
+        return node.id
+    return None
+
+
+def last_name(node: object) -> str | None:
+    """``a.b.c`` -> ``c``; ``c`` -> ``c``; anything else -> None."""
+    return _last_name(node)
+
+
+def dotted(node: object) -> str | None:
+    """``self.cache_config.x`` -> that text; None unless a pure chain of names."""
+    parts: list[str] = []
+    while isinstance(node, ir.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ir.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def is_minus_one(node: ir.Expr) -> bool:
+    if isinstance(node, ir.Const):
+        return node.value == -1 and not isinstance(node.value, bool)
+    return (
+        isinstance(node, ir.UnaryOp)
+        and node.op == "-"
+        and isinstance(node.operand, ir.Const)
+        and node.operand.value == 1
+        and not isinstance(node.operand.value, bool)
+    )
+
+
+def walk(node: object) -> list[object]:
+    """``node`` and every node inside it (lambdas and comprehensions included)."""
+    out: list[object] = []
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        out.append(cur)
+        stack.extend(ir.children(cur))
+    return out

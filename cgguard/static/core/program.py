@@ -1,0 +1,1146 @@
+"""Whole-program summaries, computed when a call asks for them, held by one run's :class:`Program`.
+
+A :class:`Program` reads, lowers and indexes a module the first time a flow needs it (the file
+checked, a module an import names, a base class's module). Per function it summarises, on
+demand, what its return carries (a source's count, from which tuple element), which
+parameters reach its return, a sink, or an attribute of ``self``. Per class it knows the
+attributes set in any method of it or of its bases, with bases resolved through imports and
+aliases across the project's modules. Calls resolve to module functions, methods through the
+class hierarchy (``self.m()``, ``cls.m()``, ``super().m()``, ``Klass.m()``), static and class
+methods, ``functools.partial`` of a helper, and functions imported from the project.
+
+A summary asked for while it is being computed (recursion) is taken as empty; the module's
+hits are then computed again until the summaries stop changing (a fixpoint, a few rounds).
+Everything read is kept on the :class:`Program` for the run, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+
+from cgguard.static.core import ir
+from cgguard.static.core.flow import (
+    MAX,
+    REQUESTS,
+    TOKEN,
+    FunctionInfo,
+    Hit,
+    Passed,
+    Returned,
+    ScopeFlow,
+    Summary,
+    Taint,
+)
+from cgguard.static.core.patterns import Model, dotted, last_name
+from cgguard.static.core.pyast import physical_lines
+
+MAX_ROUNDS = 4
+# Folders of a project that hold no code of its own.
+_SKIP = frozenset({"__pycache__", "node_modules", "venv", "build", "dist", "site-packages"})
+_PARTIAL = frozenset({"partial"})
+
+
+@dataclass(eq=False)
+class ClassInfo:
+    node: ir.ClassDef
+    module: ModuleInfo
+    methods: dict[str, FunctionInfo] = field(default_factory=dict)
+    bases_read: list[ClassInfo] | None = None
+    base_names: list[str] = field(default_factory=list)  # the bases as spelled (resolved names)
+    attrs_read: frozenset[str] | None = None
+    setters: dict[str, list[FunctionInfo]] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+@dataclass(eq=False)
+class ModuleInfo:
+    path: str
+    dotted: str | None
+    tree: ir.Module
+    functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    # local name -> (module, name in it or None for the module itself)
+    imports: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    # local name -> the function a ``functools.partial`` of it stands for
+    partials: dict[str, ir.Expr] = field(default_factory=dict)
+    lines: list[str] | None = None
+    carriers: set[int] | None = None  # see Program._carriers
+
+
+@dataclass(eq=False)
+class FunctionFacts:
+    """What one function's flows found (kept on the Program for the run)."""
+
+    flow: ScopeFlow | None = None
+    params: dict[str, ScopeFlow] = field(default_factory=dict)
+    busy: bool = False
+    params_busy: set[str] = field(default_factory=set)
+    requests: bool | None = None  # returns a request count (None: not asked yet)
+
+
+class Program:
+    """One run's reading of a project: modules, classes, functions and their summaries."""
+
+    def __init__(
+        self,
+        model: Model,
+        root: str | None = None,
+        read: Callable[[str], str | None] | None = None,
+        lower: Callable[[str, str], ir.Module] | None = None,
+    ):
+        self.model = model
+        self.needles = model.needles()  # the sources' needles, derived once per run
+        self.request_words = tuple(sorted(model.request_counts))
+        self.root = root
+        self._read = read or _read_file
+        if lower is None:
+            from cgguard.static.core import pyast
+
+            def lower(text: str, path: str) -> ir.Module:
+                return pyast.parse(text, path, lazy=True)
+
+        self._lower = lower
+        self.modules: dict[str, ModuleInfo | None] = {}
+        self.texts: dict[str, str] = {}
+        # Whether a module's text holds one of a set of words (the sources' needles, the
+        # request counts), asked before the module is lowered.
+        self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
+        self.facts: dict[int, FunctionFacts] = {}
+        self.module_files: dict[str, str | None] = {}
+        self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
+        self.files: list[str] | None = None
+
+    def _forget(self) -> None:
+        self.modules.clear()
+        self.texts.clear()
+        self.holds_words.clear()
+        self.facts.clear()
+        self.attr_summaries.clear()
+
+    # ---- modules ---------------------------------------------------------------------
+
+    def add(self, path: str, text: str, tree: ir.Module | None = None) -> ModuleInfo:
+        """The module of ``text`` (the file checked), lowered unless ``tree`` is given."""
+        key = os.path.abspath(path)
+        found = self.modules.get(key)
+        if found is not None and self.texts.get(key) == text and tree is None:
+            return found
+        if found is not None:
+            self._forget()  # the file changed (a fix): what was read from it is stale
+        self.texts[key] = text
+        info = self._index(key, tree if tree is not None else self._lower(text, path))
+        self.modules[key] = info
+        return info
+
+    def module_at(self, path: str) -> ModuleInfo | None:
+        key = os.path.abspath(path)
+        if key not in self.modules:
+            text = self._read(key)
+            info = None
+            if text is not None:
+                try:
+                    info = self._index(key, self._lower(text, key))
+                    self.texts[key] = text
+                except (SyntaxError, ValueError, RecursionError):
+                    info = None  # its own check reports it
+            self.modules[key] = info
+        return self.modules[key]
+
+    def may_name_a_source(self, name: str) -> bool:
+        """Does the project module ``name`` name a source? Read from its text alone,
+        so a module that cannot carry a count is never lowered to be asked."""
+        return self._text_holds(name, self.needles)
+
+    def may_name_a_request(self, name: str) -> bool:
+        """Does the project module ``name`` name a request count (its text alone)?"""
+        return self._text_holds(name, self.request_words)
+
+    def _text_holds(self, name: str, words: tuple[str, ...]) -> bool:
+        path = self.module_file(name)
+        if path is None:
+            return False
+        key = os.path.abspath(path)
+        if key not in self.texts and (key, words) not in self.holds_words:
+            text = self._read(key)
+            self.holds_words[key, words] = text is not None and any(w in text for w in words)
+        if key in self.texts:
+            return any(w in self.texts[key] for w in words)
+        return self.holds_words[key, words]
+
+    def module_named(self, name: str) -> ModuleInfo | None:
+        path = self.module_file(name)
+        return None if path is None else self.module_at(path)
+
+    def module_file(self, name: str) -> str | None:
+        if name in self.module_files:
+            return self.module_files[name]
+        found = None
+        if self.root is not None and all(name.split(".")):
+            parts = name.split(".")
+            for base in (self.root, os.path.join(self.root, "src")):
+                candidate = os.path.join(base, *parts)
+                if os.path.isfile(candidate + ".py"):
+                    found = os.path.abspath(candidate + ".py")
+                    break
+                if os.path.isfile(os.path.join(candidate, "__init__.py")):
+                    found = os.path.abspath(os.path.join(candidate, "__init__.py"))
+                    break
+        self.module_files[name] = found
+        return found
+
+    def dotted_of(self, path: str) -> str | None:
+        if self.root is None:
+            return None
+        for base in (os.path.join(self.root, "src"), self.root):
+            rel = os.path.relpath(path, base)
+            if not rel.startswith("..") and rel.endswith(".py"):
+                parts = rel[:-3].split(os.sep)
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                if all(p.isidentifier() for p in parts):
+                    return ".".join(parts)
+        return None
+
+    def _index(self, path: str, tree: ir.Module) -> ModuleInfo:
+        info = ModuleInfo(path, self.dotted_of(path), tree)
+        for stmt in _block_stmts(tree.body):
+            if isinstance(stmt, ir.FunctionDef):
+                info.functions[stmt.name] = FunctionInfo(stmt, None, path)
+            elif isinstance(stmt, ir.ClassDef):
+                cls = ClassInfo(stmt, info)
+                for s in _block_stmts(stmt.body):
+                    if isinstance(s, ir.FunctionDef):
+                        cls.methods[s.name] = FunctionInfo(s, stmt, path)
+                info.classes[stmt.name] = cls
+            elif isinstance(stmt, ir.Import):
+                self._imports(info, stmt)
+            elif (
+                isinstance(stmt, ir.Assign)
+                and isinstance(stmt.value, ir.Call)
+                and last_name(stmt.value.func) in _PARTIAL
+                and stmt.value.args
+            ):
+                for target in stmt.targets:
+                    if isinstance(target, ir.Name):
+                        info.partials[target.id] = stmt.value.args[0].value
+        return info
+
+    def _local_imports(self, module: ModuleInfo, func: FunctionInfo) -> None:
+        """A function's own imports (``from m import helper`` in its body) bind names its
+        calls resolve through, as the module's do (a module-level name is kept)."""
+        for stmt in _walk_stmts(ir.body_of(func.node)):
+            if isinstance(stmt, ir.Import):
+                found = ModuleInfo(module.path, module.dotted, module.tree)
+                self._imports(found, stmt)
+                for name, spec in found.imports.items():
+                    module.imports.setdefault(name, spec)
+
+    def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:
+        if not stmt.is_from:
+            for alias in stmt.names:
+                if alias.asname:
+                    info.imports[alias.asname] = (alias.name, None)
+                else:
+                    top = alias.name.split(".")[0]
+                    info.imports[top] = (top, None)
+            return
+        module = self._absolute(info, stmt.module, stmt.level)
+        if module is None:
+            return
+        for alias in stmt.names:
+            if alias.name != "*":
+                info.imports[alias.asname or alias.name] = (module, alias.name)
+
+    def _absolute(self, info: ModuleInfo, module: str | None, level: int) -> str | None:
+        if level == 0:
+            return module
+        if info.dotted is None:
+            return None
+        parts = info.dotted.split(".")
+        if not info.path.endswith("__init__.py"):
+            parts = parts[:-1]
+        if level - 1 > len(parts):
+            return None
+        parts = parts[: len(parts) - (level - 1)]
+        return ".".join(parts + ([module] if module else []))
+
+    # ---- names -----------------------------------------------------------------------
+
+    def imported(self, module: ModuleInfo, name: str) -> tuple[ModuleInfo, str] | None:
+        """The project module and name an import in ``module`` binds ``name`` to."""
+        spec = module.imports.get(name)
+        if spec is None or spec[1] is None:
+            return None
+        target = self.module_named(spec[0])
+        if target is None:
+            sub = self.module_named(f"{spec[0]}.{spec[1]}")
+            return None if sub is None else (sub, "")
+        return target, spec[1]
+
+    def function_named(self, module: ModuleInfo, name: str, depth: int = 0) -> FunctionInfo | None:
+        found = module.functions.get(name)
+        if found is not None:
+            return found
+        partial = module.partials.get(name)
+        if partial is not None and depth < 4:
+            return self.callee(module, None, partial, depth + 1)
+        where = self.imported(module, name) if depth < 8 else None
+        if where is not None and where[1]:
+            return self.function_named(where[0], where[1], depth + 1)
+        return None
+
+    def class_named(self, module: ModuleInfo, name: str, depth: int = 0) -> ClassInfo | None:
+        if "." in name:
+            head, _, rest = name.partition(".")
+            spec = module.imports.get(head)
+            if spec is None:
+                return None
+            base = spec[0] if spec[1] is None else f"{spec[0]}.{spec[1]}"
+            target = self.module_named(base + ("." + rest.rsplit(".", 1)[0] if "." in rest else ""))
+            return None if target is None else target.classes.get(rest.rsplit(".", 1)[-1])
+        found = module.classes.get(name)
+        if found is not None:
+            return found
+        where = self.imported(module, name) if depth < 8 else None
+        if where is not None and where[1]:
+            return self.class_named(where[0], where[1], depth + 1)
+        return None
+
+    def bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        if cls.bases_read is None:
+            cls.bases_read = []
+            for base in cls.node.bases:
+                if base.keyword is not None or base.star:
+                    continue
+                name = dotted(base.value)
+                if name is None:
+                    continue
+                cls.base_names.append(self._real_name(cls.module, name))
+                found = self.class_named(cls.module, name)
+                if found is not None and found is not cls:
+                    cls.bases_read.append(found)
+        return cls.bases_read
+
+    def _real_name(self, module: ModuleInfo, name: str) -> str:
+        head, dot, rest = name.partition(".")
+        spec = module.imports.get(head)
+        if spec is None:
+            return name
+        real = spec[0] if spec[1] is None else spec[1]
+        return real + dot + rest
+
+    def mro(self, cls: ClassInfo) -> Iterator[ClassInfo]:
+        seen: set[int] = set()
+        stack = [cls]
+        while stack:
+            cur = stack.pop(0)
+            if id(cur) in seen or len(seen) > 64:
+                continue
+            seen.add(id(cur))
+            yield cur
+            stack.extend(self.bases(cur))
+
+    def method(self, cls: ClassInfo, name: str, skip_own: bool = False) -> FunctionInfo | None:
+        for klass in self.mro(cls):
+            if skip_own and klass is cls:
+                continue
+            found = klass.methods.get(name)
+            if found is not None:
+                return found
+        return None
+
+    def class_of(self, func: FunctionInfo) -> ClassInfo | None:
+        if func.cls is None:
+            return None
+        module = self.module_at(func.path)
+        if module is None:
+            return None
+        for cls in module.classes.values():
+            if cls.node is func.cls:
+                return cls
+        return None
+
+    def setters(self, cls: ClassInfo) -> dict[str, list[FunctionInfo]]:
+        """Attribute name -> the class's own methods that assign it (read once per class)."""
+        if cls.setters is None:
+            cls.setters = {}
+            lines = self._lines(cls.module)
+            for func in cls.methods.values():
+                # From the text (a superset: the flow of each method then says what it sets),
+                # so that methods setting nothing wanted are never lowered.
+                for name in _assigned_attrs_text(lines, func.node.span):
+                    cls.setters.setdefault(name, []).append(func)
+        return cls.setters
+
+    def self_attrs(self, cls: ClassInfo) -> frozenset[str]:
+        if cls.attrs_read is None:
+            found: set[str] = set()
+            for klass in self.mro(cls):
+                found |= _own_attrs(klass.node)
+            cls.attrs_read = frozenset(found)
+        return cls.attrs_read
+
+    def is_runner(self, cls: ClassInfo) -> bool:
+        pattern = self.model.runner_classes
+        if pattern.search(cls.name):
+            return True
+        self.bases(cls)
+        for klass in self.mro(cls):
+            if pattern.search(klass.name):
+                return True
+            if any(pattern.search(n.rsplit(".", 1)[-1]) for n in klass.base_names):
+                return True
+        return False
+
+    # ---- calls -----------------------------------------------------------------------
+
+    def callee(
+        self, module: ModuleInfo, cls: ClassInfo | None, func: ir.Expr, depth: int = 0
+    ) -> FunctionInfo | None:
+        """The function a call of ``func`` (in ``cls``'s method, or at module level) calls."""
+        if isinstance(func, ir.Name):
+            return self.function_named(module, func.id, depth)
+        if isinstance(func, ir.Call) and last_name(func.func) in _PARTIAL and func.args:
+            return self.callee(module, cls, func.args[0].value, depth + 1)
+        if not isinstance(func, ir.Attribute):
+            return None
+        recv, name = func.value, func.attr
+        if cls is not None:
+            if isinstance(recv, ir.Name) and recv.id in ("self", "cls"):
+                return self.method(cls, name)
+            if isinstance(recv, ir.Call) and last_name(recv.func) == "type":
+                return self.method(cls, name)
+            if isinstance(recv, ir.Call) and _is_name(recv.func, "super"):
+                return self.method(cls, name, skip_own=True)
+        recv_name = dotted(recv)
+        if recv_name is not None:
+            klass = self.class_named(module, recv_name)
+            if klass is not None:
+                return self.method(klass, name)
+            spec = module.imports.get(recv_name)
+            if spec is not None and spec[1] is None:
+                target = self.module_named(spec[0])
+                if target is not None:
+                    return target.functions.get(name)
+            if spec is not None and spec[1] is not None:
+                target = self.module_named(f"{spec[0]}.{spec[1]}")
+                if target is not None:
+                    return target.functions.get(name)
+        return None
+
+    # ---- summaries -------------------------------------------------------------------
+
+    def function_flow(self, func: FunctionInfo, *, walk: bool = False) -> ScopeFlow | None:
+        """The function's own flow (its sources to its sinks, returns and stores); None for
+        one whose text shows it can carry nothing, unless ``walk`` (its module's hits)."""
+        facts = self.facts.setdefault(id(func.node), FunctionFacts())
+        if facts.flow is not None or facts.busy:
+            return facts.flow
+        if not walk and not self._worth(func):
+            return None
+        facts.busy = True
+        try:
+            module = self.module_at(func.path)
+            if module is None:
+                return None
+            self._local_imports(module, func)
+            cls = self.class_of(func)
+            flow = ScopeFlow(
+                self.model,
+                _Facts(self, cls) if cls is not None else None,
+                func.node.params,
+                _Scope(self, module, cls),
+            )
+            flow.run(ir.body_of(func.node))
+            facts.flow = flow
+        finally:
+            facts.busy = False
+        return facts.flow
+
+    def param_flow(self, func: FunctionInfo, param: str) -> ScopeFlow | None:
+        """The function's flow with ``param`` carrying a count of its own."""
+        facts = self.facts.setdefault(id(func.node), FunctionFacts())
+        if param in facts.params or param in facts.params_busy:
+            return facts.params.get(param)
+        facts.params_busy.add(param)
+        try:
+            module = self.module_at(func.path)
+            if module is None:
+                return None
+            cls = self.class_of(func)
+            flow = ScopeFlow(
+                self.model,
+                _Facts(self, cls) if cls is not None else None,
+                (),
+                _Scope(self, module, cls),
+                summarising=True,
+            )
+            flow.seed_params([param], func.node.params)
+            flow.run(ir.body_of(func.node))
+            facts.params[param] = flow
+        finally:
+            facts.params_busy.discard(param)
+        return facts.params[param]
+
+    def _worth(self, func: FunctionInfo) -> bool:
+        """Can the function's own flow find anything? Only if its text names a source or a
+        request count, or calls a function of its module that can (decided on the text)."""
+        module = self.module_at(func.path)
+        if module is None:
+            return False
+        if module.carriers is None:
+            module.carriers = self._carriers(module)
+        return (
+            id(func.node) in module.carriers
+            or func.cls is None
+            and func.name not in (module.functions)
+        )
+
+    def _carriers(self, module: ModuleInfo) -> set[int]:
+        """Ids of the module's functions whose text names a source or a request count, or the
+        name of one that does, to a fixpoint (text only: nothing is lowered for it)."""
+        lines = self._lines(module)
+        funcs = [*module.functions.values()]
+        for cls in module.classes.values():
+            funcs.extend(cls.methods.values())
+        words = set(self.needles) | self._imported_names(module)
+        found: set[int] = set()
+        while True:
+            new = [
+                f for f in funcs if id(f.node) not in found and _mentions(lines, f.node.span, words)
+            ]
+            if not new:
+                return found
+            for f in new:
+                found.add(id(f.node))
+                words.add(f.name)
+                words |= _attrs_assigned_from(lines, f.node.span, words)
+
+    def _imported_names(self, module: ModuleInfo) -> set[str]:
+        """Names the module imports from its project (a helper there may carry a count)."""
+        if self.root is None:
+            return set()
+        return {local for local, (name, _) in module.imports.items() if self.module_file(name)}
+
+    def summary(self, func: FunctionInfo) -> Summary | None:
+        """What the function's return carries (a source's count), or None."""
+        flow = self.function_flow(func)
+        if flow is None or not flow.returns:
+            return None
+        first = flow.returns[0]
+        rets = [r for r in flow.returns if r.index == first.index]
+        return Summary(
+            func,
+            first.taint.kind,
+            first.taint.source,
+            first.chain,
+            rets,
+            first.index,
+            None,
+            func.path,
+        )
+
+    def returns_requests(self, func: FunctionInfo) -> bool:
+        """Does the function return a request count (a helper or a property)?"""
+        facts = self.facts.setdefault(id(func.node), FunctionFacts())
+        if facts.requests is None:
+            facts.requests = False  # while it is computed: recursion reads no
+            module = self.module_at(func.path)
+            text = (
+                "".join(self._lines(module)[func.node.span.line - 1 : func.node.span.end_line])
+                if module
+                else ""
+            )
+            if "return" in text and any(n in text for n in self.model.request_counts):
+                flow = self.function_flow(func, walk=True)
+                facts.requests = flow is not None and any(
+                    stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS
+                    for stmt in _returns(ir.body_of(func.node))
+                )
+        return facts.requests
+
+    def attr_summary(self, cls: ClassInfo, name: str) -> Summary | None:
+        key = (id(cls.node), name)
+        if key in self.attr_summaries:
+            return self.attr_summaries[key]
+        self.attr_summaries[key] = None  # while it is computed: recursion reads none
+        found: Summary | None = None
+        for klass in self.mro(cls):
+            for func in self.setters(klass).get(name, ()):
+                flow = self.function_flow(func)
+                if flow is None:
+                    continue
+                for st in flow.stored:
+                    if st.attr != name:
+                        continue
+                    if found is None:
+                        found = Summary(
+                            func,
+                            st.taint.kind,
+                            st.taint.source,
+                            st.chain,
+                            [st],
+                            None,
+                            name,
+                            func.path,
+                        )
+                    else:
+                        found.returns.append(st)
+        self.attr_summaries[key] = found
+        return found
+
+    def param_returns(self, func: FunctionInfo, param: str) -> list[tuple[str, int | None]]:
+        """(kind, tuple index or None) for each way ``param`` reaches the return."""
+        flow = self.param_flow(func, param)
+        kinds: list[tuple[str, int | None]] = []
+        for ret in [] if flow is None else flow.returns:
+            if (ret.taint.kind, ret.index) not in kinds:
+                kinds.append((ret.taint.kind, ret.index))
+        return kinds
+
+    def passing(self, func: FunctionInfo, call: ir.Call) -> Passed | None:
+        args: list[tuple[ir.Expr, Callable[[], list[tuple[str, int | None]]]]] = []
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is not None:
+                args.append((arg, partial(self.param_returns, func, param)))
+        return (func.name, args) if args else None
+
+    def sinking(
+        self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[ir.Expr, str]]:
+        out = []
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is None or not tainted(arg):
+                continue
+            flow = self.param_flow(func, param)
+            for _, sink in [] if flow is None else flow.sunk_params:
+                out.append((arg, f"{sink} in {func.name}()"))
+                break
+        return out
+
+    # ---- a module's hits --------------------------------------------------------------
+
+    def hits(self, module: ModuleInfo) -> list[Hit]:
+        """Every hit in ``module``'s own code, helpers' counts followed to their callers.
+
+        Only scopes whose text names a source, or a member found to carry one, are walked:
+        the rest cannot hold a hit (what they call is summarised when a walk asks).
+        """
+        lines = self._lines(module)
+        words = set(self.needles) | self._imported_words(module)
+        funcs = list(_all_functions(module))
+        flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
+        done: set[int] = set()
+        for _ in range(64):
+            todo = [
+                f for f in funcs if id(f.node) not in done and _mentions(lines, f.node.span, words)
+            ]
+            if not todo:
+                break
+            for func in todo:
+                done.add(id(func.node))
+                funcs.extend(
+                    FunctionInfo(node, None, module.path)
+                    for node, _ in _nested_functions(ir.body_of(func.node), None)
+                )
+                flow = self.function_flow(func, walk=True)
+                if flow is None:
+                    continue
+                flows.append((flow, func))
+                if flow.returns:
+                    words.add(func.name)
+                words.update(st.attr for st in flow.stored if st.attr)
+        for scope, cls in _class_and_module_scopes(module):
+            if not any(_mentions(lines, st.span, words) for st in scope):
+                continue
+            flow = ScopeFlow(
+                self.model,
+                None,
+                (),
+                _Scope(self, module, self._class_info(module, cls)),
+                function=False,
+            )
+            flow.run(tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)))
+            flows.append((flow, None))
+        return self._place(module, flows)
+
+    def lines_at(self, path: str) -> list[str]:
+        """The physical lines of a module the run has read."""
+        module = self.module_at(path)
+        return [] if module is None else self._lines(module)
+
+    def landing_hits(self, module: ModuleInfo) -> list[Hit]:
+        """Hits that land in ``module`` from the project's other modules: at the return of a
+        helper of it that every importer takes as a block count."""
+        names = set()
+        for func in module.functions.values():
+            if not _mentions(self._lines(module), func.node.span, set(self.needles)):
+                continue
+            summary = self.summary(func)
+            if summary is not None and summary.kind in (TOKEN, MAX):
+                names.add(func.name)
+        if not names or self.root is None or module.dotted is None:
+            return []
+        found: list[Hit] = []
+        leaf = module.dotted.rsplit(".", 1)[-1]
+        for path in self.project_files():
+            if path == module.path:
+                continue
+            text = self._read(path)
+            if text is None or "import" not in text or leaf not in text:
+                continue
+            if not any(n in text for n in names):
+                continue
+            other = self.module_at(path)
+            if other is not None:
+                found += [h for h in self.hits(other) if h.path == module.path]
+        return found
+
+    def project_files(self) -> list[str]:
+        if self.files is None:
+            self.files = []
+            if self.root is not None:
+                for folder, dirs, names in os.walk(self.root):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
+                    self.files += [
+                        os.path.abspath(os.path.join(folder, n))
+                        for n in sorted(names)
+                        if n.endswith(".py")
+                    ]
+        return self.files
+
+    def _lines(self, module: ModuleInfo) -> list[str]:
+        if module.lines is None:
+            module.lines = physical_lines(self.texts.get(module.path, ""))
+        return module.lines
+
+    def _names_a_source(self, module: ModuleInfo) -> bool:
+        text = self.texts.get(module.path, "")
+        return any(n in text for n in self.needles)
+
+    def _imported_words(self, module: ModuleInfo) -> set[str]:
+        """Names in ``module`` that bring a count from the project's other modules: imported
+        helpers returning one, members that base classes of other modules set or return."""
+        words: set[str] = set()
+        for local, (name, attr) in module.imports.items():
+            if not self.may_name_a_source(name):
+                continue  # neither the module nor (below) its attribute can bring one
+            if attr is None:
+                target = self.module_named(name)
+                if target is not None and target is not module and self._names_a_source(target):
+                    words |= {f.name for f in target.functions.values() if self._carries(f)}
+                continue
+            where = self.imported(module, local)
+            if where is None or not where[1] or not self._names_a_source(where[0]):
+                continue
+            func = self.function_named(where[0], where[1])
+            if func is not None and self._carries(func):
+                words.add(local)
+        for cls in module.classes.values():
+            for base in self.mro(cls):
+                if base is cls or base.module is module or not self._names_a_source(base.module):
+                    continue
+                for func in base.methods.values():
+                    flow = self.function_flow(func)
+                    if flow is None:
+                        continue
+                    words.update(st.attr for st in flow.stored if st.attr)
+                    if flow.returns:
+                        words.add(func.name)
+        return words
+
+    def _carries(self, func: FunctionInfo) -> bool:
+        summary = self.summary(func)
+        return summary is not None and summary.kind in (TOKEN, MAX)
+
+    def _class_info(self, module: ModuleInfo, node: ir.ClassDef | None) -> ClassInfo | None:
+        if node is None:
+            return None
+        return next((c for c in module.classes.values() if c.node is node), None)
+
+    def _place(
+        self, module: ModuleInfo, flows: list[tuple[ScopeFlow, FunctionInfo | None]]
+    ) -> list[Hit]:
+        """A helper's call-site hits move to its return when every use of it is a count."""
+        hits = [h for flow, _ in flows for h in flow.hits]
+        by_helper: dict[int, list[Hit]] = {}
+        summaries: dict[int, Summary] = {}
+        for h in hits:
+            if isinstance(h.helper, Summary):
+                by_helper.setdefault(id(h.helper.function.node), []).append(h)
+                summaries[id(h.helper.function.node)] = h.helper
+        if not by_helper:
+            return hits
+        sunk: set[int] = set()
+        other: set[int] = set()
+        for flow, _ in flows:
+            sunk |= flow.sunk_calls
+            other |= flow.other_uses
+        sunk -= other
+        spellings: dict[int, set[str]] = {}
+        for key, summary in summaries.items():
+            spelled = {summary.name}
+            if summary.attr is None and summary.path != module.path:
+                for local, (source, attr) in module.imports.items():
+                    if attr is None or not (
+                        attr == summary.function.name or self.may_name_a_source(source)
+                    ):
+                        continue  # no import that could bind the helper: not resolved
+                    if self.function_named(module, local) is summary.function:
+                        spelled.add(local)  # ``from m import helper as alias``
+            spellings[key] = spelled
+        names = set().union(*spellings.values())
+        refs = _references(module.tree, names, self._lines(module))
+        moved: set[int] = set()
+        extra: list[Hit] = []
+        for key, summary in summaries.items():
+            mine = [r for r in refs if _spelled(r) in spellings[key]]
+            if not all(id(r) in sunk for r in mine):
+                continue
+            if summary.path != module.path and (
+                summary.attr is not None or self._used_elsewhere(summary)
+            ):
+                # A member a base class of another module sets: the subclass's use makes it
+                # the count (the base may be shared); an imported helper's count moves to
+                # its return only where its own module uses it for nothing else.
+                continue
+            moved.add(key)
+            for ret in summary.returns:
+                extra.append(
+                    Hit(
+                        kind=ret.taint.kind,
+                        sink=summary.spelled,
+                        node=ret.value,
+                        source=ret.taint.source,
+                        rewrite=ret.rewrite,
+                        request=ret.request,
+                        stmt=ret.stmt,
+                        guessed=ret.guessed,
+                        via=None if ret.taint.helper is None else ret.taint.helper.spelled,
+                        helper=ret.taint.helper,
+                        path=None if summary.path == module.path else summary.path,
+                    )
+                )
+        kept = [
+            h
+            for h in hits
+            if not isinstance(h.helper, Summary) or id(h.helper.function.node) not in moved
+        ]
+        return kept + extra
+
+    def _used_elsewhere(self, summary: Summary) -> bool:
+        """A helper of another module used otherwise in its own module (a buffer's size)."""
+        module = self.module_at(summary.path) if summary.path is not None else None
+        if module is None:
+            return True
+        flows = [self.function_flow(f) for f in _all_functions(module)]
+        refs = _references(module.tree, {summary.name}, self._lines(module))
+        sunk: set[int] = set()
+        for flow in flows:
+            if flow is not None:
+                sunk |= flow.sunk_calls
+        return any(id(r) not in sunk for r in refs)
+
+
+class _Facts:
+    """What a class offers as a request count (read when a fix asks)."""
+
+    def __init__(self, program: Program, cls: ClassInfo):
+        self.program, self.cls = program, cls
+        self.name = cls.name
+
+    @property
+    def is_runner(self) -> bool:
+        return self.program.is_runner(self.cls)
+
+    @property
+    def self_attrs(self) -> frozenset[str]:
+        return self.program.self_attrs(self.cls)
+
+
+class _Scope:
+    """The resolver a scope's flow asks: calls and reads resolved in the program."""
+
+    def __init__(self, program: Program, module: ModuleInfo, cls: ClassInfo | None):
+        self.program, self.module, self.cls = program, module, cls
+
+    def _callee(self, call: ir.Call) -> FunctionInfo | None:
+        return self.program.callee(self.module, self.cls, call.func)
+
+    def _may_return(self, call: ir.Call, holds: Callable[[str], bool]) -> bool:
+        """Can the callee return what ``holds`` looks for (a count, a request count)? A
+        function imported from a project module whose text has none of its words cannot,
+        so that module is not read and lowered to find out."""
+        func = call.func
+        name = func.id if isinstance(func, ir.Name) else None
+        if isinstance(func, ir.Attribute):
+            name = dotted(func.value)
+        spec = self.module.imports.get(name) if name else None
+        if spec is None:
+            return True
+        return holds(spec[0]) or (spec[1] is not None and holds(f"{spec[0]}.{spec[1]}"))
+
+    def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
+        p = self.program
+        if isinstance(node, ir.Call):
+            if not self._may_return(node, p.may_name_a_source):
+                return None
+            func = self._callee(node)
+            if func is None or func.is_property:
+                return None
+            return p.summary(func)
+        if self.cls is None or not _is_name(node.value, "self"):
+            return None
+        prop = p.method(self.cls, node.attr)
+        if prop is not None:
+            return p.summary(prop) if prop.is_property else None
+        return p.attr_summary(self.cls, node.attr)
+
+    def requests(self, node: ir.Call | ir.Attribute) -> bool:
+        p = self.program
+        if isinstance(node, ir.Call):
+            if not self._may_return(node, p.may_name_a_request):
+                return False
+            func = self._callee(node)
+            return func is not None and not func.is_property and p.returns_requests(func)
+        if self.cls is None or not _is_name(node.value, "self"):
+            return False
+        prop = p.method(self.cls, node.attr)
+        return prop is not None and prop.is_property and p.returns_requests(prop)
+
+    def passing(self, call: ir.Call) -> Passed | None:
+        func = self._callee(call)
+        return None if func is None else self.program.passing(func, call)
+
+    def sinking(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[ir.Expr, str]]:
+        func = self._callee(call)
+        return [] if func is None else self.program.sinking(func, call, tainted)
+
+
+# ---- module structure -----------------------------------------------------------------
+
+
+def _read_file(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _is_name(node: object, name: str) -> bool:
+    return isinstance(node, ir.Name) and node.id == name
+
+
+def _block_stmts(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
+    """Statements of a block, looking into ``if``/``try`` blocks at the same level."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ir.If):
+            yield from _block_stmts(stmt.body)
+            yield from _block_stmts(stmt.orelse)
+        elif isinstance(stmt, ir.Try):
+            yield from _block_stmts(stmt.body)
+            for h in stmt.handlers:
+                yield from _block_stmts(h.body)
+            yield from _block_stmts(stmt.orelse)
+            yield from _block_stmts(stmt.finalbody)
+
+
+def _all_functions(module: ModuleInfo) -> Iterator[FunctionInfo]:
+    """Every function of the module, nested ones included (each its own scope)."""
+    yield from module.functions.values()
+    for cls in module.classes.values():
+        yield from cls.methods.values()
+    known = {id(f.node) for f in module.functions.values()}
+    known |= {id(f.node) for c in module.classes.values() for f in c.methods.values()}
+    for node, owner in _nested_functions(module.tree.body, None):
+        if id(node) not in known:
+            yield FunctionInfo(node, owner, module.path)
+
+
+def _nested_functions(
+    body: tuple[ir.Stmt, ...], cls: ir.ClassDef | None
+) -> Iterator[tuple[ir.FunctionDef, ir.ClassDef | None]]:
+    for stmt in body:
+        if isinstance(stmt, ir.FunctionDef):
+            yield stmt, cls  # its own nested functions: found once it is walked
+        elif isinstance(stmt, ir.ClassDef):
+            yield from _nested_functions(stmt.body, stmt)
+        else:
+            for child in ir.children(stmt):
+                if isinstance(child, ir.FunctionDef | ir.ClassDef):
+                    yield from _nested_functions((child,), cls)
+                elif isinstance(child, ir.Handler | ir.Case):
+                    yield from _nested_functions(child.body, cls)
+                elif _is_stmt(child):
+                    yield from _nested_functions((child,), cls)  # type: ignore[arg-type]
+
+
+def _is_stmt(node: object) -> bool:
+    return isinstance(node, ir.If | ir.For | ir.While | ir.With | ir.Try | ir.Match)
+
+
+def _class_and_module_scopes(
+    module: ModuleInfo,
+) -> Iterator[tuple[tuple[ir.Stmt, ...], ir.ClassDef | None]]:
+    yield module.tree.body, None
+    stack: list[ir.Stmt] = list(module.tree.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ir.ClassDef):
+            yield stmt.body, stmt
+            stack.extend(stmt.body)
+        elif isinstance(stmt, ir.FunctionDef):
+            continue
+        else:
+            for child in ir.children(stmt):
+                if isinstance(child, ir.ClassDef | ir.FunctionDef) or _is_stmt(child):
+                    stack.append(child)  # type: ignore[arg-type]
+                elif isinstance(child, ir.Handler | ir.Case):
+                    stack.extend(child.body)
+            if isinstance(stmt, ir.If | ir.For | ir.While | ir.With | ir.Try):
+                stack.extend(s for s in stmt.body if not isinstance(s, ir.FunctionDef))
+
+
+def _own_attrs(node: ir.ClassDef) -> set[str]:
+    """Attributes a class sets on ``self`` in its methods or declares in its body."""
+    found: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, ir.Assign):
+            found.update(t.id for t in stmt.targets if isinstance(t, ir.Name))
+        elif isinstance(stmt, ir.Other) and stmt.kind == "annotation" and stmt.exprs:
+            if isinstance(stmt.exprs[0], ir.Name):
+                found.add(stmt.exprs[0].id)
+        elif isinstance(stmt, ir.FunctionDef):
+            found.add(stmt.name)
+            for sub in _walk_stmts(ir.body_of(stmt)):
+                if isinstance(sub, ir.Assign | ir.AugAssign):
+                    targets = sub.targets if isinstance(sub, ir.Assign) else (sub.target,)
+                    for t in targets:
+                        for leaf in _target_leaves(t):
+                            if isinstance(leaf, ir.Attribute) and _is_name(leaf.value, "self"):
+                                found.add(leaf.attr)
+    return found
+
+
+def _target_leaves(target: ir.Expr) -> Iterator[ir.Expr]:
+    if isinstance(target, ir.Seq):
+        for e in target.elts:
+            yield from _target_leaves(e)
+    elif isinstance(target, ir.Starred):
+        yield from _target_leaves(target.value)
+    else:
+        yield target
+
+
+def _walk_stmts(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ir.FunctionDef | ir.ClassDef):
+            continue
+        for child in ir.children(stmt):
+            if isinstance(child, ir.Handler | ir.Case):
+                yield from _walk_stmts(child.body)
+            elif _is_stmt(child) or isinstance(
+                child, ir.Assign | ir.AugAssign | ir.ExprStmt | ir.Return | ir.Other
+            ):
+                yield from _walk_stmts((child,))  # type: ignore[arg-type]
+
+
+def _returns(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Return]:
+    for stmt in _walk_stmts(body):
+        if isinstance(stmt, ir.Return):
+            yield stmt
+
+
+_SELF_ATTR = re.compile(r"\bself\.(\w+)")
+_ASSIGN = re.compile(r"(?<![=!<>])=(?!=)")
+
+
+def _assigned_attrs_text(lines: list[str], span: ir.Span) -> set[str]:
+    """Attributes a function's text may assign on ``self``: every ``self.x`` left of an
+    ``=`` on its line (a superset: strings, comparisons in calls and all)."""
+    found: set[str] = set()
+    for line in lines[span.line - 1 : span.end_line]:
+        if "self." not in line:
+            continue
+        m = _ASSIGN.search(line)
+        if m is not None:
+            found.update(_SELF_ATTR.findall(line, 0, m.start()))
+    return found
+
+
+def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> set[str]:
+    """Attributes of ``self`` the text assigns on a line whose right side names a word."""
+    found: set[str] = set()
+    for line in lines[span.line - 1 : span.end_line]:
+        if "self." not in line:
+            continue
+        m = _ASSIGN.search(line)
+        if m is not None and any(w in line[m.end() :] for w in words):
+            found.update(_SELF_ATTR.findall(line, 0, m.start()))
+    return found
+
+
+def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
+    """Does the source text at ``span`` (whole lines) hold one of ``words``?"""
+    text = "".join(lines[span.line - 1 : span.end_line])
+    return any(w in text for w in words)
+
+
+def _passable(func: FunctionInfo) -> list[str]:
+    names = func.names()
+    return names[1:] if func.implicit_first else names
+
+
+def _argument(call: ir.Call, func: FunctionInfo, param: str) -> ir.Expr | None:
+    from cgguard.static.core.flow import call_argument
+
+    return call_argument(call, func, param)
+
+
+def _references(tree: ir.Module, names: set[str], lines: list[str]) -> list[ir.Expr]:
+    """Every read of a Name or ``.attr`` spelling one of ``names`` (defs, targets excluded).
+
+    A function whose text names none of them is not looked into."""
+    out: list[ir.Expr] = []
+    targets: set[int] = set()
+    stack: list[object] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ir.Import):
+            continue
+        if isinstance(node, ir.FunctionDef) and not _mentions(lines, node.span, names):
+            continue
+        if isinstance(node, ir.Assign):
+            for t in node.targets:
+                for leaf in _target_leaves(t):
+                    targets.add(id(leaf))
+        if id(node) not in targets and (
+            (isinstance(node, ir.Attribute) and node.attr in names)
+            or (isinstance(node, ir.Name) and node.id in names)
+        ):
+            out.append(node)
+        stack.extend(ir.children(node))
+    return out
+
+
+def _spelled(ref: ir.Expr) -> str:
+    if isinstance(ref, ir.Attribute):
+        return ref.attr
+    return ref.id if isinstance(ref, ir.Name) else ""
+
+
+_ = (re, Returned, Taint)

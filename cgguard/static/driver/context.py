@@ -1,0 +1,135 @@
+"""What one run has read, kept for the run: a program per project root (the core's modules and
+summaries), and which of a project's modules name a source.
+
+The run (:mod:`.run`) makes one :class:`RunContext` and hands it to every file's check, so a
+module imported by many files is read, lowered and summarised once. Nothing is kept past it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cgguard.static.core.program import Program
+
+# The modules a text may import are read from its text (a prefilter: an import inside a
+# string only costs a parse, and the core decides).
+
+# How many imports away a source may be for a file without one to be read.
+MAX_IMPORT_DEPTH = 3
+
+
+class RunContext:
+    def __init__(self) -> None:
+        self.programs: dict[str | None, Program] = {}
+        self.sourced: dict[str, bool] = {}
+        self.tops: dict[str, frozenset[str]] = {}
+
+    def program(self, root: str | None) -> Program:
+        found = self.programs.get(root)
+        if found is None:
+            from cgguard.static.core.program import Program
+            from cgguard.static.rules.model import model
+
+            found = self.programs[root] = Program(model(), root)
+        return found
+
+    def imports_a_source(self, text: str, path: str, root: str | None, depth: int = 0) -> bool:
+        """Does ``text`` import a module of its project whose text names a source, or
+        imports one that does (a base class two modules up)?"""
+        if root is None or depth > MAX_IMPORT_DEPTH:
+            return False
+        program = self.program(root)
+        package = program.dotted_of(os.path.abspath(path)) or ""
+        tops = self._top_packages(program, root)
+        for module, names in _imported(text, package, path.endswith("__init__.py")):
+            if module.split(".", 1)[0] not in tops:
+                continue  # the standard library, a dependency: no module of the project
+            file = program.module_file(module)
+            if file is None:
+                continue
+            if self._leads_to_a_source(file, program, root, depth):
+                return True
+            if file.endswith("__init__.py"):
+                for name in names:  # ``from package import module``
+                    sub = program.module_file(f"{module}.{name}")
+                    if sub is not None and self._leads_to_a_source(sub, program, root, depth):
+                        return True
+        return False
+
+    def _top_packages(self, program: Program, root: str) -> frozenset[str]:
+        """Names a project's absolute imports start with: its top folders and modules."""
+        found = self.tops.get(root)
+        if found is None:
+            names: set[str] = set()
+            for base in (root, os.path.join(root, "src")):
+                try:
+                    entries = os.listdir(base)
+                except OSError:
+                    continue
+                for entry in entries:
+                    stem = entry[:-3] if entry.endswith(".py") else entry
+                    if stem.isidentifier():
+                        names.add(stem)
+            found = self.tops[root] = frozenset(names)
+        return found
+
+    def _leads_to_a_source(self, file: str, program: Program, root: str, depth: int) -> bool:
+        if file not in self.sourced:
+            self.sourced[file] = False  # while it is read: an import cycle leads nowhere
+            try:
+                with open(file, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                data = b""
+            found = any(n.encode() in data for n in program.needles)
+            if not found and b"import" in data:
+                text = data.decode("utf-8", errors="replace")
+                found = self.imports_a_source(text, file, root, depth + 1)
+            self.sourced[file] = found
+        return self.sourced[file]
+
+
+def _imported(text: str, package: str, is_package: bool) -> list[tuple[str, list[str]]]:
+    """(module, names) for the text's import statements (``from m import x``: m, [x]).
+
+    Found from each ``import`` word of the text (faster than a pattern tried at every line
+    start); a line is one when only ``from <module>`` or blanks stand before the word."""
+    here = package.split(".") if package else []
+    if not is_package:
+        here = here[:-1]
+    out: list[tuple[str, list[str]]] = []
+    at = text.find("import")
+    while at != -1:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end == -1 else end
+        head = text[start:at].strip()
+        rest = text[at + 6 : end]
+        if rest[:1] in (" ", "\t", "(") and (not head or head.startswith("from ")):
+            if "(" in rest and ")" not in rest:
+                close = text.find(")", at)
+                rest = text[at + 6 : close if close != -1 else end]
+            names = [
+                n.split()[0]
+                for n in re.split(r"[,()\\\n]+", rest)
+                if n.strip() and n.split()[0].replace(".", "_").isidentifier()
+            ]
+            if not head:
+                out.extend((name, []) for name in names)
+            else:
+                module = head[5:].strip()
+                dots = len(module) - len(module.lstrip("."))
+                if dots:
+                    if dots - 1 <= len(here):
+                        base = here[: len(here) - (dots - 1)]
+                        tail = module[dots:]
+                        module = ".".join(base + ([tail] if tail else []))
+                    else:
+                        module = ""
+                if module:
+                    out.append((module, [n for n in names if n.isidentifier()]))
+        at = text.find("import", at + 6)
+    return out

@@ -1,0 +1,40 @@
+"""What a rule says about one of the core's hits: its code, message, and the fix's terms.
+
+The driver (``cgguard check``/``fix``) and the adapters (Fixit, the codemod) ask the same
+question here, so every front end reports the same words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgguard.static.core.flow import MAX, TOKEN, Hit
+from cgguard.static.fixes.edit import bound_text, shorten
+from cgguard.static.rules import cgg001, cgg002
+from cgguard.static.rules.messages import message_for
+from cgguard.static.source.findings import UNSAFE
+
+RULES = {TOKEN: cgg001, MAX: cgg002}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    code: str
+    message: str
+    applicability: str | None  # None: no fix
+    description: str | None
+
+
+def verdict(
+    hit: Hit, text: str, lines: list[str], source_lines: list[str] | None, fixable: bool
+) -> Verdict:
+    """``fixable``: whether a fix could be written (a rewrite target and a request count,
+    and the code parses there); ``source_lines``: the lines of the module holding the hit's
+    source, where it is not this file."""
+    rule = RULES[hit.kind]
+    bound = bound_text(hit, lines, source_lines)
+    applicability = description = None
+    if fixable:
+        applicability, description = rule.fix_terms(hit, text, shorten(bound))
+    message = message_for(rule.CODE, hit, bound, unsafe=applicability == UNSAFE)
+    return Verdict(rule.CODE, message, applicability, description)

@@ -1,0 +1,56 @@
+"""The model is the rule's only vocabulary: a new sink, or a new rule of the same kind, is
+a change to the model's data, read by the same core (docs/architecture.md says how)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from cgguard.static.core.program import Program
+from cgguard.static.rules.model import MODEL, NEEDLES
+
+RULES = Path(__file__).resolve().parents[2] / "rules"
+
+
+def _hit_lines(model, text: str) -> list[int]:
+    program = Program(model)
+    return sorted(h.node.span.line for h in program.hits(program.add("plugin.py", text)))
+
+
+def test_the_setattr_sink_is_one_row_of_the_model():
+    text = (RULES / "CGG001/cases/flagged/sinks_setattr_override.pycase").read_text()
+    without = dataclasses.replace(MODEL, setattr_calls=frozenset())
+    # The capture size handed to setattr() is no finding without the row, one with it.
+    assert 20 not in _hit_lines(without, text)
+    assert _hit_lines(MODEL, text) == [6, 20]
+
+
+def test_a_rule_of_the_same_kind_is_a_model():
+    # A token count that reaches a request-count field: the same core, another model.
+    tokens_as_requests = dataclasses.replace(
+        MODEL,
+        source_attrs=frozenset({"max_num_batched_tokens"}),
+        source_lists=frozenset(),
+        store_sinks=frozenset({"max_num_seqs"}),
+        keyword_sinks=re.compile(r"^max_num_seqs$"),
+        request_counts=frozenset(),
+        budget_keywords=frozenset(),
+        builder_calls=re.compile(r"^$"),
+    )
+    text = (
+        "def configure(scheduler_config, vllm_config):\n"
+        "    tokens = vllm_config.scheduler_config.max_num_batched_tokens\n"
+        "    scheduler_config.max_num_seqs = tokens\n"
+        "    return SchedulerConfig(max_num_seqs=vllm_config.scheduler_config.max_num_batched_tokens)\n"
+    )
+    assert _hit_lines(tokens_as_requests, text) == [3, 4]
+    assert _hit_lines(MODEL, text) == []
+    # The byte prefilter's needles follow the model's sources.
+    assert tokens_as_requests.needles() == ("num_batched",)
+
+
+def test_the_prefilter_needles_are_derived_from_the_sources():
+    assert MODEL.needles() == NEEDLES
+    for name in MODEL.source_attrs | MODEL.source_lists:
+        assert any(needle in name for needle in NEEDLES), name
