@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -143,37 +142,35 @@ def test_missing_file_and_folder_are_one_line(tmp_path):
         assert proc.stderr.decode().count("\n") == 1 and str(target) in proc.stderr.decode()
 
 
-def test_huge_input_is_streamed_fast_in_bounded_memory(tmp_path):
-    """200 MB of request lines with the failure at the end: found, quickly, in little memory."""
+def test_huge_input_is_streamed_in_bounded_memory(tmp_path):
+    """160 MiB of request lines with the failure at the end: found, with less memory resident
+    than the log's size, so the log is read as a stream (its speed is not timed here)."""
     noise = (
         b"(APIServer pid=1) INFO 12-01 09:20:01 [loggers.py:248] Engine 000: Avg prompt throughput: "
         b"0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n"
     )
+    size = 160 * 2**20
     path = tmp_path / "huge.log"
     with open(path, "wb") as fh:
         block = noise * 10_000
-        while fh.tell() < 200 * 2**20:
+        while fh.tell() < size:
             fh.write(block)
         fh.write(THIS_BUG_LOG.encode())
     code = (
-        "import resource, sys, time\n"
+        "import resource, sys\n"
         "from cgguard.ops.triage_cli import triage\n"
-        "t = time.perf_counter()\n"
         "try:\n"
         f"    triage([{str(path)!r}])\n"
         "except SystemExit as e:\n"
         "    rc = e.code\n"
-        "print('RESULT', rc, time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "print('RESULT', rc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
     )
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300, text=True)
-    wall = time.perf_counter() - start
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600, text=True)
     result = proc.stderr.strip().splitlines()[-1].split()
-    rc, seconds, max_rss_kib = int(result[1]), float(result[2]), int(result[3])
+    rc, max_rss_kib = int(result[1]), int(result[2])
     assert rc == 1, proc.stdout
     assert "This bug" in proc.stdout
-    assert max_rss_kib < 120 * 1024, f"{max_rss_kib} KiB resident for a 200 MB log"
-    assert seconds < 30, f"{seconds:.1f} s for 200 MB ({wall:.1f} s with start-up)"
+    assert max_rss_kib * 1024 < size // 2, f"{max_rss_kib} KiB resident for a 160 MiB log"
 
 
 def test_json_carries_the_verdict_numbers_and_evidence():
