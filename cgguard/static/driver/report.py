@@ -26,11 +26,15 @@ def findings(
     """The findings of ``hits`` (all in this file), in file order, each once.
     ``source_lines(hit)``: the lines of the file holding the hit's source."""
     from cgguard.static.driver.parse import deep
+    from cgguard.static.rules.cgg001 import names_tested_for_none
 
     starts = list(accumulate(map(len, lines), initial=0))
+    none_tested = names_tested_for_none(text)  # once per file, not once per finding
 
     def work() -> list[Finding]:
-        return [finding(hit, text, lines, path, source_lines(hit), starts) for hit in hits]
+        return [
+            finding(hit, text, lines, path, source_lines(hit), starts, none_tested) for hit in hits
+        ]
 
     # libcst recurses once per nesting level: a deeply nested statement needs a large stack.
     fixable = any(h.rewrite is not None and h.request is not None for h in hits)
@@ -44,13 +48,14 @@ def finding(
     path: str,
     source_lines: list[str] | None = None,
     line_starts: list[int] | None = None,
+    none_tested: frozenset[str] | None = None,
 ) -> Finding:
     """One hit's finding: where, what the rule says, and its fix as a text edit."""
     from cgguard.static.fixes.edit import text_edit
     from cgguard.static.rules.verdict import verdict
 
     edit = text_edit(hit, lines, line_starts)
-    said = verdict(hit, text, lines, source_lines, fixable=edit is not None)
+    said = verdict(hit, text, lines, source_lines, edit is not None, none_tested)
     fix = None
     if edit is not None and said.applicability is not None and said.description is not None:
         fix = Fix(said.applicability, said.description, (edit,))

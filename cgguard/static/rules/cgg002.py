@@ -14,6 +14,9 @@ KIND = MAX
 NAME = "max-with-capture-size-blocks"
 
 
-def fix_terms(hit: Hit, text: str, shown: str) -> tuple[str, str]:
-    """(applicability, description) of the fix; ``shown``: the bound's text."""
+def fix_terms(
+    hit: Hit, text: str, shown: str, none_tested: frozenset[str] | None = None
+) -> tuple[str, str]:
+    """(applicability, description) of the fix; ``shown``: the bound's text (the rest as
+    :func:`cgguard.static.rules.cgg001.fix_terms` takes them)."""
     return DISPLAY_ONLY, f"Bound the capture size inside max(): {shown}"

@@ -26,15 +26,21 @@ class Verdict:
 
 
 def verdict(
-    hit: Hit, text: str, lines: list[str], source_lines: list[str] | None, fixable: bool
+    hit: Hit,
+    text: str,
+    lines: list[str],
+    source_lines: list[str] | None,
+    fixable: bool,
+    none_tested: frozenset[str] | None = None,
 ) -> Verdict:
     """``fixable``: whether a fix could be written (a rewrite target and a request count,
     and the code parses there); ``source_lines``: the lines of the module holding the hit's
-    source, where it is not this file."""
+    source, where it is not this file; ``none_tested``: the names ``text`` tests for None
+    (:func:`cgguard.static.rules.cgg001.names_tested_for_none`), when the caller has them."""
     rule = RULES[hit.kind]
     bound = bound_text(hit, lines, source_lines)
     applicability = description = None
     if fixable:
-        applicability, description = rule.fix_terms(hit, text, shorten(bound))
+        applicability, description = rule.fix_terms(hit, text, shorten(bound), none_tested)
     message = message_for(rule.CODE, hit, bound, unsafe=applicability == UNSAFE)
     return Verdict(rule.CODE, message, applicability, description)
