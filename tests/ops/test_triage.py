@@ -144,7 +144,8 @@ def test_missing_file_and_folder_are_one_line(tmp_path):
 
 def test_huge_input_is_streamed_in_bounded_memory(tmp_path):
     """160 MiB of request lines with the failure at the end: found, with less memory resident
-    than the log's size, so the log is read as a stream (its speed is not timed here)."""
+    than the log's size, so the log is read as a stream (its speed is not timed here; the
+    process also holds the release's source it reads for advice: about 30-90 MiB seen)."""
     noise = (
         b"(APIServer pid=1) INFO 12-01 09:20:01 [loggers.py:248] Engine 000: Avg prompt throughput: "
         b"0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n"
@@ -170,7 +171,8 @@ def test_huge_input_is_streamed_in_bounded_memory(tmp_path):
     rc, max_rss_kib = int(result[1]), int(result[2])
     assert rc == 1, proc.stdout
     assert "This bug" in proc.stdout
-    assert max_rss_kib * 1024 < size // 2, f"{max_rss_kib} KiB resident for a 160 MiB log"
+    # Holding the log whole would take at least its size: less resident means a stream.
+    assert max_rss_kib * 1024 < size, f"{max_rss_kib} KiB resident for a 160 MiB log"
 
 
 def test_json_carries_the_verdict_numbers_and_evidence():
