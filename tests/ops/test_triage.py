@@ -144,8 +144,7 @@ def test_missing_file_and_folder_are_one_line(tmp_path):
 
 def test_huge_input_is_streamed_in_bounded_memory(tmp_path):
     """160 MiB of request lines with the failure at the end: found, with less memory resident
-    than the log's size, so the log is read as a stream (its speed is not timed here; the
-    process also holds the release's source it reads for advice: about 30-90 MiB seen)."""
+    than the log's size, so the log is read as a stream (its speed is not timed here)."""
     noise = (
         b"(APIServer pid=1) INFO 12-01 09:20:01 [loggers.py:248] Engine 000: Avg prompt throughput: "
         b"0.0 tokens/s, Avg generation throughput: 12.3 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n"
