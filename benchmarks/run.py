@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Speed benchmark for cgguard (issue 5): cgguard against semgrep, Fixit and grep.
+"""Speed benchmark for cgguard: cgguard against semgrep, Fixit and grep.
 
 Run it with the project's interpreter, which has cgguard installed:
 
@@ -86,7 +86,7 @@ NOPARSE_FILES = 20
 CAPTURE_NEEDLES = (b"capture_size", b"batch_sizes")
 # Bump when the layout of the work folder changes: older work folders are rebuilt.
 CORPUS_LAYOUT = "3 (project/)"
-# The project corpus (issue 17): the runner's profiling count comes from this helper,
+# The project corpus: the runner's profiling count comes from this helper,
 # planted at the end of the module beside the runner (vLLM's ``v1/worker/utils.py``);
 # its second function uses it as a per-token size, so not every use is a block count
 # and the finding stays at the runner's use (cgguard/static/driver/project.py).
@@ -104,23 +104,23 @@ def cudagraph_buffer_rows(compilation_config) -> int:
     return {PROJECT_HELPER}(compilation_config) + 1
 '''
 
-# Targets from issue 5 (medians, seconds unless said otherwise).
+# Targets (medians, seconds unless said otherwise).
 TARGET_TREE_S = 0.5
 TARGET_SEMGREP_RATIO = 10.0
 TARGET_RUNNER_CHECK_S = 0.6
 TARGET_RUNNER_FIX_S = 1.0
 TARGET_NOPARSE_S = 0.150
-# Issue 17: a one-file run that needs the project index is the same pre-commit call on
+# A one-file run that needs the project index is the same pre-commit call on
 # the same runner file as the runner row, so it keeps the runner's target; a file with
 # nothing to parse never builds the index, so it keeps the nothing-to-parse target.
 TARGET_PROJECT_RUNNER_S = TARGET_RUNNER_CHECK_S
 TARGET_PROJECT_PLAIN_S = TARGET_NOPARSE_S
 TARGET_PEAK_RSS_MB = 200.0
-# Issue 24: one large module that names the capture size and block counts but reports
+# One large module that names the capture size and block counts but reports
 # nothing is read by the core on Python's own tree: per byte it costs no more wall time
 # than the files with nothing to parse, and libcst is never imported.
 LARGE_SILENT_NAME = "attention_backend.py"
-# Issue 17: the default (CGGUARD_JOBS unset) is never slower than one process.
+# The default (CGGUARD_JOBS unset) is never slower than one process.
 # Rows that take the same path in both runs differ by noise alone: the median of the
 # per-round ratios default / one process may be up to this much above 1.
 TARGET_DEFAULT_VS_ONE_JOB = 1.05
@@ -636,7 +636,7 @@ BUSY = "one core busy"
 
 
 def default_vs_one_job_rows(c: Corpora, cg: list[str], busy: bool) -> list[Row]:
-    """cgguard on each tree by default and in one process (issue 17), and with ``busy``
+    """cgguard on each tree by default and in one process, and with ``busy``
     the same again beside a process spinning on one core."""
     trees = [("tree", "whole tree", c.buggy),
              ("plugin", f"plugin-like tree ({_files(c.plugin_files)}, nothing to parse)", c.plugin)]
@@ -722,7 +722,7 @@ def build_rows(
         rows.append(Row("grep_runner", "grep -n literal, runner file", "runner",
                         ["grep", "-n", "-F", GREP_LITERAL, str(c.runner)], count_lines, no_count))
     if "cgguard" in tools:
-        # Issue 17: pre-commit passes the runner alone; its count comes from a helper in
+        # pre-commit passes the runner alone; its count comes from a helper in
         # another module of the project, which only the project index shows.
         rows.append(Row("cg_project", "cgguard check, one file that needs the project index (the project's runner)",
                         "project", [*cg, "check", str(c.project_runner)], count_cgguard, files_cgguard,

@@ -97,7 +97,7 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
             # The plugin-like tree: the corpus's biggest folder (v1/) less its files
             # holding a capture size (plain.py is left): nothing found, nothing parsed.
             assert _table_row(out, f"{PLUGIN}{busy} {jobs}")[4:6] == ["0", "1"]
-        # Issue 17's target sits on the one-process row: the default is not slower.
+        # The default's target sits on the one-process row: the default is not slower.
         one_job = _table_row(out, f"cgguard check, whole tree{busy} {ONE_JOB}")
         assert one_job[6] == "default ≤ this" and one_job[7] in ("pass", "**FAIL**")
         plugin_one_job = _table_row(out, f"{PLUGIN}{busy} {ONE_JOB}")
@@ -113,7 +113,7 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     # the interpreter baseline has no count.
     noparse = _table_row(out, "cgguard check, 5 files with nothing to parse")
     assert noparse[4:7] == ["0", "5", "≤ 150 ms"]
-    # Issue 17: pre-commit's one-file run of a project's runner whose count comes from a
+    # Pre-commit's one-file run of a project's runner whose count comes from a
     # helper in another module (the project index finds it), and of a file of the same
     # project with nothing to parse (no index built): 1 finding and 0, the targets of the
     # runner row and of files with nothing to parse.
@@ -125,7 +125,7 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
             "root); its runner `corpus/v1/worker/gpu_model_runner.py` takes the per-token count from "
             "`cudagraph_capture_size()`, planted in `corpus/v1/worker/utils.py`") in out
     assert "The file with nothing to parse: `corpus/v1/plain.py`." in out
-    # Issue 24: one large generated module that names the capture size and block counts,
+    # One large generated module that names the capture size and block counts,
     # read by the core and reported clean, without libcst; its target is per byte.
     large = _table_row(out, "cgguard check, one 270 KB module whose capture size feeds token buffers")
     assert large[4:7] == ["0", "1", "≤ nothing to parse, per byte; 0 findings; no libcst"], large

@@ -101,7 +101,7 @@ def test_a_file_with_a_finding_is_parsed_by_libcst(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("jobs", [None, "1", "2"], ids=["default", "one-job", "shared"])
 def test_a_big_tree_with_nothing_to_parse_never_imports_libcst(tmp_path: Path, jobs: str | None) -> None:
-    """Issue 17: a tree of 256+ files used to import libcst up front, parsing nothing.
+    """a tree of 256+ files used to import libcst up front, parsing nothing.
     Neither the default, one process, nor a run forced to share with a helper does."""
     tree = _big_tree(tmp_path / "tree")
     assert len(list(tree.glob("*.py"))) == 300
