@@ -158,13 +158,6 @@ def _importer_bytes(path: str, data: bytes) -> bool:
     return project_root(os.path.dirname(os.path.abspath(path))) is not None
 
 
-def check_file(path: str, finding_filter: FindingFilter | None = None) -> FileResult:
-    screened = screen_file(path)
-    if isinstance(screened, FileResult):
-        return screened
-    return check_text(screened, path, finding_filter)
-
-
 def screen_file(path: str) -> FileResult | str:
     """The byte screen: the file's result when its bytes settle it (most files of a
     tree), else its decoded text, which holds a capture size and must be checked."""
