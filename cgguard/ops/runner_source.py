@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from cgguard.ops.workarounds import parse_source
+
 VLLM_CONFIG = os.path.join("config", "vllm.py")
 WORKER = os.path.join("v1", "worker", "gpu_worker.py")
 V2_RUNNER = os.path.join("v1", "worker", "gpu", "model_runner.py")
@@ -97,15 +99,6 @@ class RunnerRule:
         return _Evaluator(self._tree, self._source, facts, self.path).property_value()
 
 
-def _parse(path: str) -> tuple[ast.Module, str] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        return ast.parse(text), text
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return None
-
-
 def _function(tree: ast.AST, name: str) -> ast.FunctionDef | None:
     return next(
         (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name), None
@@ -126,7 +119,7 @@ def _returns_zero(func: ast.FunctionDef) -> bool:
 
 def _v2_profiling(package_dir: str) -> tuple[bool | None, str | None]:
     path = os.path.join(package_dir, V2_RUNNER)
-    parsed = _parse(path)
+    parsed = parse_source(path)
     func = _function(parsed[0], "profile_cudagraph_memory") if parsed else None
     if func is None:
         return None, None
@@ -137,7 +130,7 @@ def read_runner_rule(package_dir: str) -> RunnerRule:
     """This vLLM's runner selection; raises CannotTell when its source shows none."""
     v2_zero, v2_where = _v2_profiling(package_dir)
     config_path = os.path.join(package_dir, VLLM_CONFIG)
-    parsed = _parse(config_path)
+    parsed = parse_source(config_path)
     prop = _function(parsed[0], PROPERTY) if parsed else None
     if parsed is not None and prop is not None:
         tree, source = parsed
@@ -156,7 +149,7 @@ def read_runner_rule(package_dir: str) -> RunnerRule:
             _source=source,
         )
     worker = os.path.join(package_dir, WORKER)
-    parsed_worker = _parse(worker)
+    parsed_worker = parse_source(worker)
     if parsed_worker is not None:
         for node in ast.walk(parsed_worker[0]):
             if (

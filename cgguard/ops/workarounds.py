@@ -61,7 +61,8 @@ class Workarounds:
         }
 
 
-def _parse(path: str) -> tuple[ast.Module, str] | None:
+def parse_source(path: str) -> tuple[ast.Module, str] | None:
+    """A release file's tree and text, or None where it cannot be read or parsed."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
@@ -99,7 +100,7 @@ def _eager_sets_no_graphs(package_dir: str) -> tuple[str | None, bool]:
     """Where ``enforce_eager`` sets ``cudagraph_mode`` to NONE in vllm/config/vllm.py
     (PATH:LINE or None), and whether it also turns compilation off there."""
     path = os.path.join(package_dir, VLLM_CONFIG)
-    parsed = _parse(path)
+    parsed = parse_source(path)
     if parsed is None:
         return None, False
     tree, source = parsed
@@ -121,7 +122,7 @@ def find_workarounds(package_dir: str) -> Workarounds:
     """What this vLLM's start-up code lets an operator set to skip or shrink the
     profiling allocation (``package_dir``: its ``vllm/`` folder)."""
     worker = os.path.join(package_dir, WORKER)
-    parsed = _parse(worker)
+    parsed = parse_source(worker)
     if parsed is None:
         return Workarounds(
             [],
@@ -256,7 +257,7 @@ def _dispatch_without_graph_above_capture_size(package_dir: str) -> str | None:
     """PATH:LINE where the dispatcher sends a batch with more tokens than the
     capture size to no CUDA graph (``num_tokens > ...max_cudagraph_capture_size``)."""
     path = os.path.join(package_dir, DISPATCHER)
-    parsed = _parse(path)
+    parsed = parse_source(path)
     if parsed is None:
         return None
     tree, source = parsed
