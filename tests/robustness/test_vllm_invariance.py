@@ -19,6 +19,8 @@ import pytest
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR, installed_vllm_dir
 from tests.robustness.conftest import assert_no_traceback, cgguard
 
+pytestmark = pytest.mark.needs_vllm
+
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 
 

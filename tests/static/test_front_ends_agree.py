@@ -9,6 +9,7 @@ case must be the same through both.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,7 @@ z = f(
     n for n in m if n
 )
 w = a or b or (c or d) and e and f
-s = a[1:2, ::3, :], a[i,], a[*b], a[(1):(2), (i), ::(3)], a[1:2:, *b], a[ : ], a[(i), ]
+s = a[1:2, ::3, :], a[i,], a[(1):(2), (i), ::(3)], a[ : ], a[(i), ]
 r = a[
     :, b, :
 ]
@@ -106,6 +107,16 @@ match v:
         pass
 """
     _assert_same(text, "<spans>")
+
+
+def test_starred_subscripts_place_the_same() -> None:
+    text = "s = a[*b], a[1:2:, *b], a[i, *b, (j)]\n"
+    if sys.version_info < (3, 11):
+        # Python 3.10 has no starred subscripts: the file is a syntax error, not code to lower.
+        with pytest.raises(SyntaxError):
+            pyast.parse(text, "<starred>")
+        return
+    _assert_same(text, "<starred>")
 
 
 def test_every_prefiltered_vllm_file_lowers_the_same_through_both(vllm_dir: Path) -> None:
