@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,21 +43,24 @@ class RunContext:
         if root is None or depth > MAX_IMPORT_DEPTH:
             return False
         program = self.program(root)
-        package = program.dotted_of(os.path.abspath(path)) or ""
         tops = self._top_packages(program, root)
-        for module, names in _imported(text, package, path.endswith("__init__.py")):
-            if module.split(".", 1)[0] not in tops:
-                continue  # the standard library, a dependency: no module of the project
-            file = program.module_file(module)
-            if file is None:
-                continue
-            if self._leads_to_a_source(file, program, root, depth):
-                return True
-            if file.endswith("__init__.py"):
-                for name in names:  # ``from package import module``
-                    sub = program.module_file(f"{module}.{name}")
-                    if sub is not None and self._leads_to_a_source(sub, program, root, depth):
-                        return True
+        package = program.dotted_of(os.path.abspath(path)) or ""
+        for module, rest in _import_statements(text, package, path.endswith("__init__.py")):
+            for name in [module] if module is not None else _names(rest):
+                if name.split(".", 1)[0] not in tops:
+                    continue  # the standard library, a dependency: no module of the project
+                file = program.module_file(name)
+                if file is None:
+                    continue
+                if self._leads_to_a_source(file, program, root, depth):
+                    return True
+                if module is not None and file.endswith("__init__.py"):
+                    for sub_name in _names(rest):  # ``from package import module``
+                        if not sub_name.isidentifier():
+                            continue
+                        sub = program.module_file(f"{module}.{sub_name}")
+                        if sub is not None and self._leads_to_a_source(sub, program, root, depth):
+                            return True
         return False
 
     def _top_packages(self, program: Program, root: str) -> frozenset[str]:
@@ -92,15 +96,18 @@ class RunContext:
         return self.sourced[file]
 
 
-def _imported(text: str, package: str, is_package: bool) -> list[tuple[str, list[str]]]:
-    """(module, names) for the text's import statements (``from m import x``: m, [x]).
+def _import_statements(
+    text: str, package: str, is_package: bool
+) -> Iterator[tuple[str | None, str]]:
+    """(module, what follows ``import``) for each import statement of the text: the module
+    ``from`` names, resolved against ``package`` (None for ``import a, b``). What follows is
+    split into names only where a caller needs them (:func:`_names`).
 
     Found from each ``import`` word of the text (faster than a pattern tried at every line
     start); a line is one when only ``from <module>`` or blanks stand before the word."""
     here = package.split(".") if package else []
     if not is_package:
         here = here[:-1]
-    out: list[tuple[str, list[str]]] = []
     at = text.find("import")
     while at != -1:
         start = text.rfind("\n", 0, at) + 1
@@ -112,13 +119,8 @@ def _imported(text: str, package: str, is_package: bool) -> list[tuple[str, list
             if "(" in rest and ")" not in rest:
                 close = text.find(")", at)
                 rest = text[at + 6 : close if close != -1 else end]
-            names = [
-                n.split()[0]
-                for n in re.split(r"[,()\\\n]+", rest)
-                if n.strip() and n.split()[0].replace(".", "_").isidentifier()
-            ]
             if not head:
-                out.extend((name, []) for name in names)
+                yield None, rest
             else:
                 module = head[5:].strip()
                 dots = len(module) - len(module.lstrip("."))
@@ -130,6 +132,14 @@ def _imported(text: str, package: str, is_package: bool) -> list[tuple[str, list
                     else:
                         module = ""
                 if module:
-                    out.append((module, [n for n in names if n.isidentifier()]))
+                    yield module, rest
         at = text.find("import", at + 6)
-    return out
+
+
+def _names(rest: str) -> list[str]:
+    """The (dotted) names an import statement lists after ``import``."""
+    return [
+        n.split()[0]
+        for n in re.split(r"[,()\\\n]+", rest)
+        if n.strip() and n.split()[0].replace(".", "_").isidentifier()
+    ]
