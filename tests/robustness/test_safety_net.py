@@ -45,6 +45,20 @@ def test_a_fix_that_would_not_parse_is_not_written(tmp_path):
     assert (target.stat().st_ino, target.stat().st_mtime_ns) == (st.st_ino, st.st_mtime_ns)
 
 
+def test_a_broken_fix_that_drops_every_capture_size_is_parsed_too(tmp_path):
+    # The check parses a fixed text that still names a capture size; one that names none
+    # is never read by the check, so the safety net parses it itself.
+    def replace_all(path, text, findings):
+        return _with_edits(findings, [TextEdit(0, len(text), "def broken(:\n")])
+
+    target = tmp_path / "runner.py"
+    target.write_text(BUGGY)
+    result = fix_file(str(target), replace_all)
+    assert result.error is not None
+    assert result.error.reason.startswith("fix not applied: the fixed source would not parse (line 1")
+    assert target.read_text() == BUGGY
+
+
 def test_the_run_reports_it_and_fixes_the_other_files(tmp_path):
     (tmp_path / "a.py").write_text(BUGGY)
     (tmp_path / "b.py").write_text(BUGGY.replace("GPUModelRunner", "Other"))

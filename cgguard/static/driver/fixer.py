@@ -96,9 +96,16 @@ def parses(text: str) -> None:
 
 
 def fix_text(
-    text: str, check: Checker, *, unsafe: bool = False, findings: list[Finding] | None = None
+    text: str,
+    check: Checker,
+    *,
+    unsafe: bool = False,
+    findings: list[Finding] | None = None,
+    check_parses: Callable[[str], bool] | None = None,
 ) -> FixOutcome:
-    """Fix ``text``; ``findings`` are ``check(text)`` when the caller already has them."""
+    """Fix ``text``; ``findings`` are ``check(text)`` when the caller already has them.
+    ``check_parses(text)``: whether ``check(text)`` parses all of ``text`` itself (raising
+    SyntaxError where it does not parse), so the fixed text is not parsed a second time."""
     outcome = FixOutcome(text=text)
     current = text
     seen = {text}
@@ -115,18 +122,23 @@ def fix_text(
             return _refused(text, check, f"fix not applied: {exc}")
         if candidate == current:
             break
+        if candidate in seen:
+            return _refused(text, check, "fix not applied: the fixes undo each other")
+        checked = check_parses is not None and check_parses(candidate)
         try:
-            parses(candidate)
+            if checked:
+                findings = check(candidate)
+            else:
+                parses(candidate)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             return _refused(
                 text, check, f"fix not applied: the fixed source would not parse ({_reason(exc)})"
             )
-        if candidate in seen:
-            return _refused(text, check, "fix not applied: the fixes undo each other")
         seen.add(candidate)
         outcome.applied.extend(taken)
         current = candidate
-        findings = check(current)
+        if not checked:
+            findings = check(current)
     else:
         if _would_change(current, findings, unsafe):
             return _refused(

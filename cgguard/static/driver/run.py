@@ -139,6 +139,15 @@ def check_text(
     return result
 
 
+def _check_parses(text: str) -> bool:
+    """Does the check parse all of ``text`` (so a fixed text needs no parse of its own)? It
+    does whenever the text names a source: the core reads the whole file with Python's
+    parser before anything else (:func:`.check.core_hits`)."""
+    from cgguard.static.driver.prefilter import might_match
+
+    return might_match(text)
+
+
 def _may_import_a_count(text: str) -> bool:
     """A file without a capture size that imports something and names a block count: a
     helper of another module of the project may hand it one (the core follows the import)."""
@@ -190,7 +199,11 @@ def fix_source_text(
     result.found = list(result.findings)
     try:
         outcome = fix_text(
-            text, _checker(path, finding_filter), unsafe=unsafe, findings=result.findings
+            text,
+            _checker(path, finding_filter),
+            unsafe=unsafe,
+            findings=result.findings,
+            check_parses=_check_parses,
         )
     except SyntaxError as exc:
         result.error = FileError(
