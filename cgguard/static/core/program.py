@@ -524,10 +524,17 @@ class Program:
                 words |= _attrs_assigned_from(lines, f.node.span, words)
 
     def _imported_names(self, module: ModuleInfo) -> set[str]:
-        """Names the module imports from its project (a helper there may carry a count)."""
+        """Names the module imports from project modules whose text names a source: a helper
+        there may return a count. One imported from a module that names none cannot (a call's
+        summary is not looked for there either: :meth:`_Scope.member`)."""
         if self.root is None:
             return set()
-        return {local for local, (name, _) in module.imports.items() if self.module_file(name)}
+        return {
+            local
+            for local, (name, attr) in module.imports.items()
+            if self.may_name_a_source(name)
+            or (attr is not None and self.may_name_a_source(f"{name}.{attr}"))
+        }
 
     def summary(self, func: FunctionInfo) -> Summary | None:
         """What the function's return carries (a source's count), or None."""
