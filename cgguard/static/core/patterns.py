@@ -109,15 +109,6 @@ class Model:
         """Substrings one of which every source's text contains (the byte prefilter's)."""
         return needles_of(self.source_attrs | self.source_lists)
 
-    def sink_words(self) -> tuple[str, ...]:
-        """Words (lower case) one of which every sink's text contains."""
-        words = {w.lower() for w in self.store_sinks} | set(self.budget_keywords)
-        return tuple(sorted(words | set(_SINK_WORD_HINTS)))
-
-
-# The words the sink patterns' regular expressions always contain (tested against them).
-_SINK_WORD_HINTS = ("blocks", "kv_cache_config", "minimal_kv_cache", "profil")
-
 
 def _last_name(node: object) -> str | None:
     if isinstance(node, ir.Attribute):
