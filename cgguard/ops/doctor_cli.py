@@ -212,6 +212,12 @@ def _render_text(d: Diagnosis) -> str:
     type=click.IntRange(min=1),
     help="With --model: vLLM runs with a fixed --kv-cache-memory-bytes.",
 )
+@click.option(
+    "--speculative-method",
+    metavar="METHOD",
+    help="With --model: vLLM runs speculative decoding with this method (ngram, eagle, "
+    "mtp...); model runner V2 lacks some.",
+)
 def doctor(
     path: str | None,
     fmt: str,
@@ -222,6 +228,7 @@ def doctor(
     enforce_eager: bool,
     cudagraph_mode: str | None,
     kv_cache_memory_bytes: int | None,
+    speculative_method: str | None,
 ) -> None:
     """Is the installed vLLM affected by the per-token profiling KV cache? What to do.
 
@@ -241,14 +248,18 @@ def doctor(
             )
         if unsafe_fixes and not fix:
             raise DoctorError("--unsafe-fixes goes with --fix")
-        if model_dir is None and (enforce_eager or cudagraph_mode or kv_cache_memory_bytes):
+        if model_dir is None and (
+            enforce_eager or cudagraph_mode or kv_cache_memory_bytes or speculative_method
+        ):
             raise DoctorError(
-                "--enforce-eager, --cudagraph-mode and --kv-cache-memory-bytes go with --model DIR"
+                "--enforce-eager, --cudagraph-mode, --kv-cache-memory-bytes and "
+                "--speculative-method go with --model DIR"
             )
         settings = settings_from_env(
             enforce_eager=enforce_eager,
             cudagraph_mode=cudagraph_mode,
             kv_cache_memory_bytes=kv_cache_memory_bytes,
+            speculative_method=speculative_method,
         )
         if fix:
             assert path is not None  # refused above without --path

@@ -14,12 +14,9 @@ import sys
 import click
 
 from cgguard.ops.estimate_release import ReleaseContext, release_context, runner_check
-from cgguard.ops.hybrid_block import (
-    HybridBlock,
-    ProbeError,
-    count_attention_layers,
-    hybrid_block_size,
-)
+from cgguard.ops.hybrid_block import count_attention_layers
+from cgguard.ops.hybrid_estimate import FIELDS, INSTALLED, OPTION, HybridAnswer, hybrid_answer
+from cgguard.ops.hybrid_fields import hybrid_family
 from cgguard.ops.memory import (
     DEFAULT_BLOCK_SIZE,
     KV_CACHE_DTYPES,
@@ -31,6 +28,7 @@ from cgguard.ops.memory import (
     token_layer_bytes,
 )
 from cgguard.ops.model_config import ConfigError, ModelShape, load_model_shape
+from cgguard.ops.runner_verdict import settings_from_env
 from cgguard.ops.units import human_bytes
 from cgguard.ops.vllm_defaults import ENTRY_POINTS, GPUS, Request, resolve
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
@@ -94,45 +92,13 @@ def _gpu(gpu_name: str | None, gpu_memory_gib: float | None) -> tuple[float, str
     return 0.0, "a GPU not named"
 
 
-def _hybrid_block(
-    ctx: ReleaseContext, model_dir: str, dtype: str, cache_dtype: str, given: int | None
-) -> tuple[str, HybridBlock | None]:
-    """The note on a hybrid model's block size, and the installed vLLM's answer."""
-    log_line = "the N of vLLM's log line 'Setting attention block size to N tokens'"
-    if given is not None:
-        return f"hybrid model: block size {given} from --block-size ({log_line}, say)", None
-    if ctx.package_dir is None:
-        return (
-            "hybrid model: vLLM enlarges the attention block size so one attention page holds a "
-            f"Mamba state (often thousands of tokens), and vLLM {ctx.version} is not installed here "
-            f"to compute it: pass --block-size N, {log_line}",
-            None,
-        )
-    try:
-        probed = hybrid_block_size(model_dir, dtype, cache_dtype)
-    except ProbeError as exc:
-        return (
-            f"hybrid model: block size not computed ({exc}); pass --block-size N, {log_line}",
-            None,
-        )
-    if probed is None:
-        return (
-            f"hybrid model: no vLLM to compute the block size; pass --block-size N, {log_line}",
-            None,
-        )
-    return (
-        f"hybrid model: vLLM uses {probed.block_size}-token blocks so one attention page holds a "
-        "Mamba state; the figures count the attention layers' pages",
-        probed,
-    )
-
-
 def _attention_layers(
-    model_dir: str, probed: HybridBlock | None, all_layers: int
+    model_dir: str, answer: HybridAnswer, all_layers: int
 ) -> tuple[int, str | None]:
-    """How many attention layers a hybrid model has: vLLM's count, else the config's."""
-    if probed is not None and probed.attention_layers > 0:
-        return probed.attention_layers, None
+    """How many attention layers a hybrid model has: vLLM's count (or cgguard's reading of
+    the family's fields), else the config's layer list."""
+    if answer.attention_layers:
+        return answer.attention_layers, None
     counted = count_attention_layers(model_dir)
     if counted:
         return counted, f"{counted} attention layers, counted in config.json's layer list"
@@ -173,6 +139,12 @@ def _scheduler_assumptions(
     "min(max_num_seqs x (1 + speculative tokens) x 2, 512), at most max_num_batched_tokens]",
 )
 @click.option("--num-speculative-tokens", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option(
+    "--speculative-method",
+    metavar="METHOD",
+    help="vLLM's speculative_config method (ngram, eagle, eagle3, mtp...): model runner V2 "
+    "lacks some, which puts the model on the affected V1 runner.",
+)
 @click.option(
     "--gpu",
     "gpu_name",
@@ -234,6 +206,7 @@ def estimate(
     max_num_batched_tokens: int | None,
     max_cudagraph_capture_size: int | None,
     num_speculative_tokens: int,
+    speculative_method: str | None,
     gpu_name: str | None,
     gpu_memory_gib: float | None,
     entry_point: str | None,
@@ -273,7 +246,15 @@ def estimate(
         _check_tensor_parallel(shape, tensor_parallel_size)
         kv = resolve_kv_dtype(kv_cache_dtype, model_dtype, shape)
         ctx = release_context(vllm_version)
-        verdict = runner_check(ctx, model_dir)
+        verdict = runner_check(
+            ctx,
+            model_dir,
+            settings_from_env(
+                speculative_method=speculative_method,
+                num_speculative_tokens=num_speculative_tokens,
+                tensor_parallel_size=tensor_parallel_size,
+            ),
+        )
     except (ConfigError, EstimateError) as exc:
         click.echo(f"cgguard estimate: error: {exc}", err=True)
         sys.exit(2)
@@ -309,24 +290,38 @@ def estimate(
     assumed.extend(resolved.assumed)
     max_num_seqs = resolved.max_num_seqs
     capture = resolved.capture_size
-    hybrid = shape.hybrid or bool(verdict is not None and verdict.model and verdict.model.is_hybrid)
+    hybrid = (
+        shape.hybrid
+        or bool(verdict is not None and verdict.model and verdict.model.is_hybrid)
+        or hybrid_family(model_dir)
+    )
     notes: list[str] = []
     layers = shape.num_layers
-    probed: HybridBlock | None = None
+    answer: HybridAnswer | None = None
+    per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
     if hybrid:
-        hybrid_note, probed = _hybrid_block(ctx, model_dir, kv.name, kv_cache_dtype, block_size)
-        notes.append(hybrid_note)
-        layers, layers_why = _attention_layers(model_dir, probed, shape.num_layers)
+        # The Mamba state follows the model's dtype, which is what auto gives the KV cache.
+        model_dt = resolve_kv_dtype("auto", model_dtype, shape).name
+        answer = hybrid_answer(
+            ctx,
+            model_dir,
+            model_dt,
+            kv_cache_dtype,
+            kv.element_bytes,
+            block_size,
+            tensor_parallel_size,
+            num_speculative_tokens,
+        )
+        notes.append(answer.note)
+        layers, layers_why = _attention_layers(model_dir, answer, shape.num_layers)
         if layers_why:
             assumed.append(layers_why)
-        if probed is not None:
-            block_size = probed.block_size
-            assumed.append(
-                f"block size {block_size}: computed by the installed vLLM {ctx.version}'s own code "
-                f"({probed.how}; one Mamba state is {probed.mamba_page_bytes:,} bytes), with "
-                "FlashAttention's kernel block sizes and prefix caching off (vLLM's default for "
-                "hybrid models)"
-            )
+        if answer.source is not None and answer.source != OPTION:
+            block_size = answer.block_size
+        if answer.attention_bytes_per_token is not None:
+            per_layer = answer.attention_bytes_per_token
+        if answer.assumed is not None:
+            assumed.append(answer.assumed)
     if block_size is None:
         block_size = DEFAULT_BLOCK_SIZE
         assumed.append(
@@ -346,7 +341,6 @@ def estimate(
             f"{shape.num_kv_heads} KV heads over {tensor_parallel_size} ranks: each rank keeps 1"
         )
 
-    per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
     block_bytes = layers * block_size * per_layer
     est = profiling_estimate(block_bytes, max_num_seqs, capture)
     # On runner V2 the affected release builds no profiling cache: no cost to print.
@@ -384,12 +378,13 @@ def estimate(
             "bytes_per_token_per_layer": per_layer,
             "bytes_per_block": block_bytes,
             "hybrid": None
-            if not hybrid
+            if answer is None
             else {
-                "block_size_computed": probed is not None,
+                "block_size_computed": answer.source in (INSTALLED, FIELDS),
+                "block_size_source": answer.source,
                 "attention_layers": layers,
-                "mamba_page_bytes": probed.mamba_page_bytes if probed else None,
-                "how": probed.how if probed else None,
+                "mamba_page_bytes": answer.mamba_page_bytes,
+                "how": answer.how,
             },
             "per_token": None
             if on_v2

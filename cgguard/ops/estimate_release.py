@@ -9,7 +9,7 @@ from cgguard.ops.doctor import in_affected_releases, release_tuple
 from cgguard.ops.installed import find_installed_vllm
 from cgguard.ops.memory import EstimateError
 from cgguard.ops.model_config import ConfigError
-from cgguard.ops.runner_verdict import PathVerdict, model_verdict, settings_from_env
+from cgguard.ops.runner_verdict import PathVerdict, RunSettings, model_verdict, settings_from_env
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
 LAST_AFFECTED = "0.25.0"
@@ -61,12 +61,15 @@ def release_context(given: str | None) -> ReleaseContext:
     )
 
 
-def runner_check(ctx: ReleaseContext, model_dir: str) -> PathVerdict | None:
-    """The runner the installed release gives this model (VLLM_USE_V2_MODEL_RUNNER read
-    from the environment); None when that release's source is not installed here."""
+def runner_check(
+    ctx: ReleaseContext, model_dir: str, settings: RunSettings | None = None
+) -> PathVerdict | None:
+    """The runner the installed release gives this model with these settings
+    (VLLM_USE_V2_MODEL_RUNNER read from the environment when none are given); None when
+    that release's source is not installed here."""
     if ctx.package_dir is None:
         return None
     try:
-        return model_verdict(ctx.package_dir, model_dir, settings_from_env(), None)
+        return model_verdict(ctx.package_dir, model_dir, settings or settings_from_env(), None)
     except ConfigError as exc:  # the estimate itself needs less of config.json
         return PathVerdict(taken=None, runner=None, reasons=[f"the runner was not read: {exc}"])

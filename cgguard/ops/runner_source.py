@@ -76,6 +76,8 @@ class RunnerChoice:
     # Optional features the code tests that the operator gave no value for: taken as
     # not configured (None), vLLM's default for them.
     assumed: tuple[str, ...] = ()
+    # Whether the answer went through the list of features V2 lacks.
+    asked_unsupported: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,12 +237,15 @@ class _Evaluator:
         self.constants = _module_constants(tree)
         self.steps: list[Step] = []
         self.assumed: list[str] = []
+        self.asked_unsupported = False
 
     def property_value(self) -> RunnerChoice:
         value = self.call(PROPERTY)
         if not isinstance(value, bool):
             raise CannotTell(f"{self.path}: {PROPERTY} gave {value!r}, not True or False")
-        return RunnerChoice(value, tuple(self.steps), self.path, tuple(self.assumed))
+        return RunnerChoice(
+            value, tuple(self.steps), self.path, tuple(self.assumed), self.asked_unsupported
+        )
 
     def text(self, node: ast.AST) -> str:
         return " ".join((ast.get_source_segment(self.source, node) or "").split())
@@ -406,6 +411,7 @@ class _Evaluator:
             and not node.args
         ):
             if func.attr == UNSUPPORTED:
+                self.asked_unsupported = True
                 return list(self.facts.unsupported)
             if func.attr == DEFAULT_RULE:
                 return self.call(DEFAULT_RULE)

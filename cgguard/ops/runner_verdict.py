@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from cgguard.ops.model_kind import ModelKind, read_model_kind
 from cgguard.ops.runner_source import (
     ENV,
+    UNSUPPORTED,
     CannotTell,
     Facts,
     RunnerChoice,
     RunnerRule,
     read_runner_rule,
 )
+from cgguard.ops.v2_features import ON, FeatureSettings, V2Features, read_v2_features
 from cgguard.ops.workarounds import Workarounds
 
 
@@ -33,6 +35,9 @@ class RunSettings:
     enforce_eager: bool = False
     cudagraph_mode: str | None = None
     kv_cache_memory_bytes: int | None = None
+    speculative_method: str | None = None
+    num_speculative_tokens: int = 0
+    tensor_parallel_size: int | None = None
 
 
 def parse_env_flag(raw: str | None) -> bool | None:
@@ -55,6 +60,8 @@ class PathVerdict:
     reasons: list[str] = field(default_factory=list)
     assumed: list[str] = field(default_factory=list)
     model: ModelKind | None = None
+    # The features V2 lacks, where the runner choice went through them.
+    v2_features: V2Features | None = None
 
     def to_json(self) -> dict:
         return {
@@ -63,6 +70,9 @@ class PathVerdict:
             "reasons": self.reasons,
             "assumed": self.assumed,
             "model": self.model.to_json() if self.model is not None else None,
+            "v2_unsupported_features": self.v2_features.to_json()
+            if self.v2_features is not None
+            else None,
         }
 
 
@@ -73,7 +83,9 @@ def triton_present() -> bool:
         return False
 
 
-def facts_for(kind: ModelKind, settings: RunSettings, has_triton: bool) -> Facts:
+def facts_for(
+    kind: ModelKind, settings: RunSettings, has_triton: bool, unsupported: tuple[str, ...] = ()
+) -> Facts:
     return Facts(
         architectures=kind.architectures,
         is_moe=kind.is_moe,
@@ -84,6 +96,8 @@ def facts_for(kind: ModelKind, settings: RunSettings, has_triton: bool) -> Facts
         runner_type=kind.runner_type,
         env_use_v2=parse_env_flag(settings.env_use_v2),
         has_triton=has_triton,
+        speculative_method=settings.speculative_method,
+        unsupported=unsupported,
     )
 
 
@@ -146,9 +160,19 @@ def model_verdict(
         verdict.reasons.append(
             "cudagraph_mode NONE: this vLLM's start-up code does not skip the profiling step for it"
         )
+    features = read_v2_features(
+        package_dir,
+        FeatureSettings(
+            speculative_method=settings.speculative_method,
+            num_speculative_tokens=settings.num_speculative_tokens,
+            tensor_parallel_size=settings.tensor_parallel_size,
+            runner_type=kind.runner_type,
+        ),
+    )
+    in_use = tuple(features.labels(ON)) if features is not None else ()
     try:
         rule = read_runner_rule(package_dir)
-        choice = rule.decide(facts_for(kind, settings, has_triton))
+        choice = rule.decide(facts_for(kind, settings, has_triton, in_use))
         if triton_read and has_triton and rule.kind == "property":
             verdict.assumed.append(
                 "Triton finds its GPU driver (vLLM's HAS_TRITON): triton is installed in this Python"
@@ -168,6 +192,21 @@ def model_verdict(
             f"model: {_kind_text(kind)}; runner {verdict.runner}, as {choice.path} decides "
             f"({_runner_steps(choice)})"
         )
+        if choice.asked_unsupported and features is not None:
+            verdict.v2_features = features
+            if in_use:
+                verdict.reasons.append(
+                    f"model runner V2 lacks {'; '.join(in_use)}, which the settings given turn "
+                    f"on ({features.path}:{features.line}, {UNSUPPORTED})"
+                )
+            note = features.assumed()
+            if note is not None:
+                verdict.assumed.append(note)
+        if settings.num_speculative_tokens > 0 and settings.speculative_method is None:
+            verdict.assumed.append(
+                "the speculative method is not named (--speculative-method names it): cgguard "
+                "takes it as one that changes no runner choice"
+            )
         if choice.v2:
             if rule.v2_profiles_nothing:
                 verdict.reasons.append(

@@ -360,8 +360,9 @@ def test_model_options_need_model_and_a_bad_config_is_one_line(tmp_path, buggy_r
     env = clean_env(PYTHONPATH=str(site))
     proc = run_doctor("--enforce-eager", env=env)
     assert proc.returncode == 2
-    assert proc.stderr == ("cgguard doctor: error: --enforce-eager, --cudagraph-mode and "
-                           "--kv-cache-memory-bytes go with --model DIR\n")
+    assert proc.stderr == ("cgguard doctor: error: --enforce-eager, --cudagraph-mode, "
+                           "--kv-cache-memory-bytes and --speculative-method go with --model DIR\n")
+    assert run_doctor("--speculative-method", "ngram", env=env).returncode == 2
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "config.json").write_text('{"architectures": "LlamaForCausalLM"}')

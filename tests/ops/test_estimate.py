@@ -249,10 +249,15 @@ def test_hybrid_model_is_flagged(tmp_path):
     assert "5 attention layers, counted in config.json's layer list" in out["assumed"]
     assert out["notes"] == ["hybrid model: block size 1024 from --block-size (the N of vLLM's log line "
                             "'Setting attention block size to N tokens', say)"]
-    # Without it, and no affected vLLM installed to compute it: said so.
+    # Without it, no affected vLLM installed to compute it, and no architecture to read
+    # the state's fields for: said so.
     bare = run_json(str(model(tmp_path, hybrid, "bare")))
     assert bare["settings"]["block_size"] == 16
-    assert "is not installed here to compute it: pass --block-size N" in bare["notes"][0]
+    assert bare["hybrid"]["block_size_source"] is None
+    assert "vLLM 0.25.0 is not installed here to compute it" in bare["notes"][0]
+    assert "names no architecture (field 'architectures')" in bare["notes"][0]
+    assert bare["notes"][0].endswith("; pass --block-size N, the N of vLLM's log line "
+                                     "'Setting attention block size to N tokens'")
     assert run_json(str(model(tmp_path, LLAMA3_8B, "plain")))["notes"] == []
 
 

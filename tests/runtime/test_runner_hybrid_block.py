@@ -6,8 +6,10 @@ from 0.22.0, ``HybridAttentionMambaModelConfig.verify_and_update_config`` in 0.1
 on a ``VllmConfig`` built from the config, and reads its "Setting attention block size
 to N tokens" log line. The GPU's attention backend is stood in for by FlashAttention's
 kernel block sizes (multiples of 16): these machines have no GPU. In the fixed
-release's environment estimate does not compute it (it estimates an affected release
-that is not installed there) and says to pass the logged size.
+release's environment estimate estimates 0.25.0, which is not installed there: it reads
+the block size from config.json's fields, and says so; the sizes it must find are the
+ones 0.25.0's own code gives (tests/runtime/test_hybrid_fields.py compares the two in
+that release's environment).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 
 import pytest
 
-from tests.runtime.conftest import RELEASE, clean_env
+from tests.runtime.conftest import RELEASE, VLLM_RELEASE, clean_env
 
 HYBRIDS = {
     "jamba": {"architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 128,
@@ -36,6 +38,9 @@ HYBRIDS = {
                          "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 16,
                          "torch_dtype": "bfloat16"},
 }
+
+# What vLLM 0.25.0's own code gives these configs.
+VLLM_0_25_BLOCK = {"jamba": 48, "jamba-wide-state": 528}
 
 REFERENCE = r"""
 import io, logging, re, sys
@@ -74,8 +79,10 @@ def test_hybrid_block_size_is_the_one_the_release_logs(tmp_path, name):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     if not RELEASE.affected:
-        assert out["hybrid"]["block_size_computed"] is False
-        assert any("pass --block-size N" in n for n in out["notes"])
+        assert out["hybrid"]["block_size_source"] == "config-fields"
+        assert out["settings"]["block_size"] == VLLM_0_25_BLOCK[name]
+        assert any(a.startswith(f"block size {VLLM_0_25_BLOCK[name]}: cgguard's reading of config.json's fields")
+                   for a in out["assumed"])
         return
     ref = subprocess.run([sys.executable, "-c", REFERENCE, str(tmp_path)], capture_output=True, text=True,
                          env=clean_env(), timeout=600)
@@ -84,6 +91,9 @@ def test_hybrid_block_size_is_the_one_the_release_logs(tmp_path, name):
     assert logged > 16  # the release did enlarge it
     assert out["settings"]["block_size"] == logged
     assert out["hybrid"]["block_size_computed"] is True
+    assert out["hybrid"]["block_size_source"] == "installed-release"
+    if VLLM_RELEASE == "0.25.0":
+        assert logged == VLLM_0_25_BLOCK[name]
     # The bytes at stake follow it: attention layers x block size x bytes per token.
     layers = out["hybrid"]["attention_layers"]
     assert layers == sum(1 for i in range(HYBRIDS[name]["num_hidden_layers"])

@@ -1,0 +1,116 @@
+"""Which way `cgguard estimate` gets a hybrid model's attention block size, and its answer.
+
+Three ways, said in the output: the block size the operator read from vLLM's log
+(``--block-size``); the installed release's own code, run in a child process
+(:mod:`hybrid_block`), where the release estimated is installed; cgguard's reading of
+config.json's fields (:mod:`hybrid_fields`), where it is not and the release is the
+one that reading follows. Otherwise the note says to pass ``--block-size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgguard.ops.estimate_release import ReleaseContext
+from cgguard.ops.hybrid_block import ProbeError, hybrid_block_size
+from cgguard.ops.hybrid_fields import RELEASE, NotCovered, block_from_fields
+from cgguard.ops.model_config import ConfigError
+
+LOG_LINE = "the N of vLLM's log line 'Setting attention block size to N tokens'"
+STAND_INS = (
+    "with FlashAttention's kernel block sizes and prefix caching off (vLLM's default for "
+    "hybrid models)"
+)
+# How the block size was found, as JSON says it.
+OPTION, INSTALLED, FIELDS = "--block-size", "installed-release", "config-fields"
+
+
+@dataclass(frozen=True)
+class HybridAnswer:
+    note: str
+    source: str | None  # OPTION, INSTALLED, FIELDS; None when not found
+    block_size: int | None = None
+    mamba_page_bytes: int | None = None
+    attention_layers: int | None = None  # None or 0: the caller counts them itself
+    attention_bytes_per_token: int | None = None  # None: the caller's own arithmetic
+    how: str | None = None
+    assumed: str | None = None
+
+
+def _found(block: int, source: str) -> str:
+    return (
+        f"hybrid model: vLLM uses {block}-token blocks so one attention page holds a Mamba "
+        f"state (block size from {source}); the figures count the attention layers' pages"
+    )
+
+
+def _ask(why: str) -> HybridAnswer:
+    return HybridAnswer(f"hybrid model: {why}; pass --block-size N, {LOG_LINE}", None)
+
+
+def hybrid_answer(
+    ctx: ReleaseContext,
+    model_dir: str,
+    model_dtype: str,
+    kv_cache_dtype: str,
+    kv_element_bytes: int,
+    given: int | None,
+    tensor_parallel_size: int,
+    num_speculative_tokens: int,
+) -> HybridAnswer:
+    if given is not None:
+        try:  # the attention layers, where cgguard reads the family's layer list
+            layers: int | None = block_from_fields(
+                model_dir, model_dtype, kv_element_bytes, tensor_parallel_size
+            ).attention_layers
+        except (NotCovered, ConfigError):
+            layers = None
+        return HybridAnswer(
+            f"hybrid model: block size {given} from --block-size ({LOG_LINE}, say)",
+            OPTION,
+            given,
+            attention_layers=layers,
+        )
+    if ctx.package_dir is not None:
+        try:
+            probed = hybrid_block_size(model_dir, model_dtype, kv_cache_dtype)
+        except ProbeError as exc:
+            return _ask(f"block size not computed ({exc})")
+        if probed is None:
+            return _ask("no vLLM to compute the block size")
+        return HybridAnswer(
+            _found(probed.block_size, f"the installed vLLM {ctx.version}'s own code"),
+            INSTALLED,
+            probed.block_size,
+            probed.mamba_page_bytes,
+            probed.attention_layers,
+            None,
+            probed.how,
+            f"block size {probed.block_size}: computed by the installed vLLM {ctx.version}'s "
+            f"own code ({probed.how}; one Mamba state is {probed.mamba_page_bytes:,} bytes), "
+            f"{STAND_INS}",
+        )
+    enlarges = "vLLM enlarges the attention block size so one attention page holds a Mamba state"
+    if ctx.version != RELEASE:
+        return _ask(
+            f"{enlarges}; vLLM {ctx.version} is not installed here to compute it, and cgguard "
+            f"reads it from config.json's fields only as vLLM {RELEASE} computes it"
+        )
+    try:
+        fields = block_from_fields(
+            model_dir, model_dtype, kv_element_bytes, tensor_parallel_size, num_speculative_tokens
+        )
+    except (NotCovered, ConfigError) as exc:
+        return _ask(f"{enlarges}, vLLM {RELEASE} is not installed here to compute it, and {exc}")
+    how = f"cgguard's reading of config.json's fields, as vLLM {RELEASE} computes it"
+    return HybridAnswer(
+        _found(fields.block_size, how),
+        FIELDS,
+        fields.block_size,
+        fields.mamba_page_bytes,
+        fields.attention_layers,
+        fields.attention_bytes_per_token,
+        f"{fields.state}; Platform._align_hybrid_block_size's rounding",
+        f"block size {fields.block_size}: {how} (vLLM {RELEASE} is not installed here; {fields.state}, "
+        f"one Mamba state is {fields.mamba_page_bytes:,} bytes), {STAND_INS}",
+    )
