@@ -9,9 +9,11 @@ aliases across the project's modules. Calls resolve to module functions, methods
 class hierarchy (``self.m()``, ``cls.m()``, ``super().m()``, ``Klass.m()``), static and class
 methods, ``functools.partial`` of a helper, and functions imported from the project.
 
-A summary asked for while it is being computed (recursion) is taken as empty; the module's
-hits are then computed again until the summaries stop changing (a fixpoint, a few rounds).
-Everything read is kept on the :class:`Program` for the run, and nowhere else.
+A summary asked for while it is being computed (recursion) reads a guess: empty at first, the
+last round's result after. Where a read's guess differs from the summary's final value, the
+summaries that read it (and their readers) are computed again, up to :data:`MAX_ROUNDS`
+rounds (a fixpoint). Everything read is kept on the :class:`Program` for the run, and nowhere
+else.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class FunctionFacts:
     busy: bool = False
     params_busy: set[str] = field(default_factory=set)
     requests: bool | None = None  # returns a request count (None: not asked yet)
+    requests_busy: bool = False
 
 
 class Program:
@@ -116,13 +119,108 @@ class Program:
         self.module_files: dict[str, str | None] = {}
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
         self.files: list[str] | None = None
+        # Recursion: a summary asked for while it is computed reads its guess (empty in the
+        # first round, the last round's result after). Each such read is kept, so a round
+        # whose reads got other than the final summaries is run again (see :meth:`hits`).
+        self.guesses: dict[tuple, object] = {}
+        self.busy_reads: dict[tuple, object] = {}
+        self.attrs_busy: set[tuple[int, str]] = set()
+        self.rounds = 0  # > 0 while a module's hits are computed
+        # Which summaries each summary read while it was computed: where a round must run
+        # again, only the readers of what changed (and theirs) are computed again.
+        self.deps: dict[tuple, set[tuple]] = {}
+        self.reading: list[set[tuple]] = []
 
     def _forget(self) -> None:
         self.modules.clear()
         self.texts.clear()
         self.holds_words.clear()
+        self._forget_summaries()
+        self.guesses.clear()
+
+    def _forget_summaries(self) -> None:
         self.facts.clear()
         self.attr_summaries.clear()
+        self.attrs_busy.clear()
+        self.busy_reads.clear()
+        self.deps.clear()
+        self.reading.clear()
+
+    def _busy(self, key: tuple) -> object:
+        """What a read of a summary being computed gets: its guess, remembered."""
+        self._note(key)
+        guess = self.guesses.get(key)
+        self.busy_reads.setdefault(key, guess)
+        return guess
+
+    def _note(self, key: tuple) -> None:
+        """The summary being computed reads ``key``."""
+        if self.reading:
+            self.reading[-1].add(key)
+
+    def _computing(self, key: tuple) -> None:
+        self._note(key)
+        self.reading.append(set())
+
+    def _computed(self, key: tuple) -> None:
+        self.deps[key] = self.reading.pop()
+
+    def _invalidate(self, changed: set[tuple]) -> None:
+        """Drop the summaries that read one of ``changed`` while it was computed, and those
+        that read them: the next round computes them again (with the new guesses)."""
+        readers: dict[tuple, set[tuple]] = {}
+        for key, read in self.deps.items():
+            for dep in read:
+                readers.setdefault(dep, set()).add(key)
+        parts: dict[int, list[tuple]] = {}  # a flow's id -> the parts of it read
+        for dep in readers:
+            if dep[0] in ("returns", "stored"):
+                parts.setdefault(dep[1], []).append(dep)
+        todo = [r for key in changed for r in readers.get(key, ())]
+        stale: set[tuple] = set()
+        while todo:
+            key = todo.pop()
+            if key not in stale:
+                stale.add(key)
+                todo.extend(readers.get(key, ()))
+                if key[0] == "flow":  # computed again: what its parts' readers read goes
+                    todo.extend(r for part in parts.get(key[1], ()) for r in readers[part])
+        for key in stale:
+            self.deps.pop(key, None)
+            facts = self.facts.get(key[1])
+            if key[0] == "attr":
+                self.attr_summaries.pop((key[1], key[2]), None)
+            elif facts is None:
+                continue
+            elif key[0] == "flow":
+                facts.flow = None
+            elif key[0] == "param":
+                facts.params.pop(key[2], None)
+            else:
+                facts.requests = None
+        self.busy_reads.clear()
+
+    def _final(self, key: tuple) -> object:
+        kind, node = key[0], key[1]
+        facts = self.facts.get(node)
+        if kind in ("flow", "returns", "stored"):
+            return None if facts is None else facts.flow
+        if kind == "param":
+            return None if facts is None else facts.params.get(key[2])
+        if kind == "requests":
+            return None if facts is None else facts.requests
+        return self.attr_summaries.get((node, key[2]))
+
+    def _unsettled(self) -> set[tuple]:
+        """The summaries read while they were computed that got other than what they finally
+        are: their final values become the guesses of the next round."""
+        changed = {
+            key: self._final(key)
+            for key, guess in self.busy_reads.items()
+            if _gist(key, self._final(key)) != _gist(key, guess)
+        }
+        self.guesses.update(changed)
+        return set(changed)
 
     # ---- modules ---------------------------------------------------------------------
 
@@ -437,15 +535,24 @@ class Program:
 
     # ---- summaries -------------------------------------------------------------------
 
-    def function_flow(self, func: FunctionInfo, *, walk: bool = False) -> ScopeFlow | None:
+    def function_flow(
+        self, func: FunctionInfo, *, walk: bool = False, reading: tuple | None = None
+    ) -> ScopeFlow | None:
         """The function's own flow (its sources to its sinks, returns and stores); None for
-        one whose text shows it can carry nothing, unless ``walk`` (its module's hits)."""
+        one whose text shows it can carry nothing, unless ``walk`` (its module's hits).
+        ``reading``: the part of it the caller looks at (``("returns", id)``, ``("stored",
+        id, attr)``): a read while it is computed then waits only on that part."""
+        key = ("flow", id(func.node))
         facts = self.facts.setdefault(id(func.node), FunctionFacts())
-        if facts.flow is not None or facts.busy:
+        if facts.busy:
+            return self._busy(reading or key)  # type: ignore[return-value]
+        if facts.flow is not None:
+            self._note(reading or key)
             return facts.flow
         if not walk and not self._worth(func):
             return None
         facts.busy = True
+        self._computing(key)
         try:
             module = self.module_at(func.path)
             if module is None:
@@ -462,14 +569,20 @@ class Program:
             facts.flow = flow
         finally:
             facts.busy = False
+            self._computed(key)
         return facts.flow
 
     def param_flow(self, func: FunctionInfo, param: str) -> ScopeFlow | None:
         """The function's flow with ``param`` carrying a count of its own."""
+        key = ("param", id(func.node), param)
         facts = self.facts.setdefault(id(func.node), FunctionFacts())
-        if param in facts.params or param in facts.params_busy:
-            return facts.params.get(param)
+        if param in facts.params_busy:
+            return self._busy(key)  # type: ignore[return-value]
+        if param in facts.params:
+            self._note(key)
+            return facts.params[param]
         facts.params_busy.add(param)
+        self._computing(key)
         try:
             module = self.module_at(func.path)
             if module is None:
@@ -487,6 +600,7 @@ class Program:
             facts.params[param] = flow
         finally:
             facts.params_busy.discard(param)
+            self._computed(key)
         return facts.params[param]
 
     def _worth(self, func: FunctionInfo) -> bool:
@@ -538,7 +652,7 @@ class Program:
 
     def summary(self, func: FunctionInfo) -> Summary | None:
         """What the function's return carries (a source's count), or None."""
-        flow = self.function_flow(func)
+        flow = self.function_flow(func, reading=("returns", id(func.node)))
         if flow is None or not flow.returns:
             return None
         first = flow.returns[0]
@@ -556,32 +670,61 @@ class Program:
 
     def returns_requests(self, func: FunctionInfo) -> bool:
         """Does the function return a request count (a helper or a property)?"""
+        key = ("requests", id(func.node))
         facts = self.facts.setdefault(id(func.node), FunctionFacts())
-        if facts.requests is None:
-            facts.requests = False  # while it is computed: recursion reads no
-            module = self.module_at(func.path)
-            text = (
-                "".join(self._lines(module)[func.node.span.line - 1 : func.node.span.end_line])
-                if module
-                else ""
-            )
-            if "return" in text and any(n in text for n in self.model.request_counts):
-                flow = self.function_flow(func, walk=True)
-                facts.requests = flow is not None and any(
-                    stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS
-                    for stmt in _returns(ir.body_of(func.node))
-                )
+        if facts.requests_busy:
+            return bool(self._busy(key))
+        if facts.requests is not None:
+            self._note(key)
+            return facts.requests
+        facts.requests = False
+        facts.requests_busy = True
+        self._computing(key)
+        try:
+            facts.requests = self._returns_requests(func)
+        finally:
+            facts.requests_busy = False
+            self._computed(key)
         return facts.requests
+
+    def _returns_requests(self, func: FunctionInfo) -> bool:
+        module = self.module_at(func.path)
+        text = (
+            "".join(self._lines(module)[func.node.span.line - 1 : func.node.span.end_line])
+            if module
+            else ""
+        )
+        if "return" not in text or not any(n in text for n in self.model.request_counts):
+            return False
+        flow = self.function_flow(func, walk=True)
+        return flow is not None and any(
+            stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS
+            for stmt in _returns(ir.body_of(func.node))
+        )
 
     def attr_summary(self, cls: ClassInfo, name: str) -> Summary | None:
         key = (id(cls.node), name)
+        read = ("attr", *key)
+        if key in self.attrs_busy:
+            return self._busy(read)  # type: ignore[return-value]
         if key in self.attr_summaries:
+            self._note(read)
             return self.attr_summaries[key]
-        self.attr_summaries[key] = None  # while it is computed: recursion reads none
+        self.attrs_busy.add(key)
+        self._computing(read)
+        try:
+            found = self._attr_summary(cls, name)
+        finally:
+            self.attrs_busy.discard(key)
+            self._computed(read)
+        self.attr_summaries[key] = found
+        return found
+
+    def _attr_summary(self, cls: ClassInfo, name: str) -> Summary | None:
         found: Summary | None = None
         for klass in self.mro(cls):
             for func in self.setters(klass).get(name, ()):
-                flow = self.function_flow(func)
+                flow = self.function_flow(func, reading=("stored", id(func.node), name))
                 if flow is None:
                     continue
                 for st in flow.stored:
@@ -600,7 +743,6 @@ class Program:
                         )
                     else:
                         found.returns.append(st)
-        self.attr_summaries[key] = found
         return found
 
     def param_returns(self, func: FunctionInfo, param: str) -> list[tuple[str, int | None]]:
@@ -640,8 +782,26 @@ class Program:
         """Every hit in ``module``'s own code, helpers' counts followed to their callers.
 
         Only scopes whose text names a source, or a member found to carry one, are walked:
-        the rest cannot hold a hit (what they call is summarised when a walk asks).
+        the rest cannot hold a hit (what they call is summarised when a walk asks). Where a
+        summary was read while it was computed (recursion) and turned out otherwise, the
+        summaries are computed again with the last round's as guesses, until they settle.
         """
+        if self.rounds:
+            return self._hits_once(module)  # inside a round (a helper's landing hits)
+        found: list[Hit] = []
+        for _ in range(MAX_ROUNDS):
+            self.rounds += 1
+            try:
+                found = self._hits_once(module)
+                changed = self._unsettled()
+            finally:
+                self.rounds -= 1
+            if not changed:
+                break
+            self._invalidate(changed)
+        return found
+
+    def _hits_once(self, module: ModuleInfo) -> list[Hit]:
         lines = self._lines(module)
         words = set(self.needles) | self._imported_words(module)
         funcs = list(_all_functions(module))
@@ -1105,6 +1265,24 @@ def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
     """Does the source text at ``span`` (whole lines) hold one of ``words``?"""
     text = "".join(lines[span.line - 1 : span.end_line])
     return any(w in text for w in words)
+
+
+def _gist(key: tuple, summary: object) -> object:
+    """What the reader of ``key`` can learn from its value (two rounds agree when these do)."""
+    if isinstance(summary, ScopeFlow) and key[0] == "returns":
+        return tuple((r.taint.kind, r.index) for r in summary.returns) or None
+    if isinstance(summary, ScopeFlow) and key[0] == "stored":
+        return tuple(st.taint.kind for st in summary.stored if st.attr == key[2]) or None
+    if isinstance(summary, ScopeFlow):
+        gist = (
+            tuple((r.taint.kind, r.index) for r in summary.returns),
+            tuple((st.attr, st.taint.kind) for st in summary.stored),
+            tuple(summary.sunk_params),
+        )
+        return gist if any(gist) else None  # a flow that found nothing reads as none
+    if isinstance(summary, Summary):
+        return (summary.kind, summary.index, len(summary.returns))
+    return summary or None  # a request count: True, or nothing
 
 
 def _passable(func: FunctionInfo) -> list[str]:
