@@ -196,7 +196,7 @@ def model() -> Model:
         keyword_sinks=re.compile(r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"),
         budget_keywords=BYTE_BUDGET_NAMES,
         builder_calls=_PROFILING_BUILDER,
-        setattr_calls=frozenset({"setattr"}),
+        setattr_calls=frozenset({"setattr", "__setattr__"}),
         replace_calls=frozenset({"replace"}),
         placement_names=re.compile(
             r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
