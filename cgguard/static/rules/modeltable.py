@@ -100,8 +100,9 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "setattr_calls": (
         "sinks (the allocation)",
-        '`setattr(obj, "<store sink>", n)`: the same store as the attribute',
-        "sinks_setattr_override, sinks_setattr_replace_bounded",
+        '`setattr(obj, "<store sink>", n)` and `object.__setattr__(obj, "<store sink>", n)`: '
+        "the same store as the attribute",
+        "sinks_setattr_override, sinks_setattr_replace_bounded, sinks_object_setattr",
     ),
     "replace_calls": (
         "sinks (the allocation)",
