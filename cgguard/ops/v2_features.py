@@ -149,9 +149,12 @@ class _Reader:
             return
         held = _all(conds)
         state = ON if held is True else OFF if held is False else DEFAULT
-        self.features.append(Feature(self.label(call.args[0], local), call.lineno, state))
+        # A feature in use is named with the values given; the others keep the
+        # release's placeholders (`<speculative_config.method>`).
+        label = self.label(call.args[0], local if state == ON else {}, fill=state == ON)
+        self.features.append(Feature(label, call.lineno, state))
 
-    def label(self, node: ast.expr, local: dict[str, Any]) -> str:
+    def label(self, node: ast.expr, local: dict[str, Any], fill: bool) -> str:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
         if isinstance(node, ast.JoinedStr):
@@ -160,7 +163,7 @@ class _Reader:
                 if isinstance(piece, ast.Constant):
                     parts.append(str(piece.value))
                 elif isinstance(piece, ast.FormattedValue):
-                    value = self.eval(piece.value, local)
+                    value = self.eval(piece.value, local) if fill else UNKNOWN
                     shown = value if isinstance(value, str) else f"<{self.text(piece.value)}>"
                     parts.append(shown)
             return "".join(parts)

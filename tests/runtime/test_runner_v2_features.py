@@ -91,9 +91,12 @@ def test_features_in_use_are_the_release_list(release, dense, method, tokens, tp
                 if isinstance(n, ast.FunctionDef) and n.name == "_get_v2_model_runner_unsupported_features")
     appends = [n for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                and n.func.attr == "append"]
-    assert len(found.features) == len(appends) > 5
-    if method is None:  # nothing given: every feature is an assumption, none is ruled out
-        assert {f.state for f in found.features} == {DEFAULT}
+    assert len(found.features) == len(appends) > 0
+    if method is None:  # no speculative decoding named: its features stay assumptions
+        assert not found.labels(ON) and found.labels(DEFAULT)
+        if VLLM_RELEASE == "0.25.0":  # a tensor-parallel size of 1 rules sequence parallelism out
+            assert "ngram/ngram_gpu speculative decoding" in found.labels(DEFAULT)
+            assert found.labels(OFF) == ["sequence parallelism"]
     else:  # the speculative ones are decided by the method given
         assert any(f.state == OFF for f in found.features) or found.labels(ON)
 
