@@ -254,6 +254,8 @@ class RunnerSummary:
     v2_kinds: list[str]
     rule: RunnerRule | None
     note: str | None = None  # why there is no summary
+    # The features V2 lacks, each taken as not configured for the kinds above.
+    v2_features: V2Features | None = None
 
     def to_json(self) -> dict:
         return {
@@ -262,6 +264,9 @@ class RunnerSummary:
             "v2_default_architectures": list(self.rule.architectures) if self.rule else [],
             "v1_by_default": self.v1_kinds,
             "v2_by_default": self.v2_kinds,
+            "v2_unsupported_features": self.v2_features.to_json()
+            if self.v2_features is not None
+            else None,
             "note": self.note,
         }
 
@@ -295,4 +300,5 @@ def runner_summary(package_dir: str, has_triton: bool = True) -> RunnerSummary:
         if flipped:
             text += f" (except {', '.join(flipped)})"
         (v2 if default else v1).append(text)
-    return RunnerSummary(v1, v2, rule)
+    features = read_v2_features(package_dir, FeatureSettings()) if v2 else None
+    return RunnerSummary(v1, v2, rule, v2_features=features)

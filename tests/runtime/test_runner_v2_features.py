@@ -134,6 +134,12 @@ def test_doctor_and_estimate_take_the_method(dense, release):
         verdict = doctor("--speculative-method", "ngram")["model_verdict"]
         assert verdict is None or verdict["v2_unsupported_features"] is None
         return
+    # Without a model: the kinds that run V2 by default need none of the features, each
+    # taken as not configured.
+    summary = subprocess.run([sys.executable, "-m", "cgguard", "doctor", "--format", "json"],
+                             capture_output=True, text=True, env=clean_env(), timeout=600)
+    listed = json.loads(summary.stdout)["runners"]["v2_unsupported_features"]
+    assert listed["in_use"] == [] and "ngram/ngram_gpu speculative decoding" in listed["assumed_not_in_use"]
     plain, ngram = doctor()["model_verdict"], doctor("--speculative-method", "ngram")["model_verdict"]
     assert plain["runner"] == "V2" and ngram["runner"] == "V1"
     assert ngram["v2_unsupported_features"]["in_use"] == release["ngram/2/1"]["unsupported"]
