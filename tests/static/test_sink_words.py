@@ -40,3 +40,22 @@ def test_folded_characters() -> None:
     assert model.mentions_sink_word("num_blockſ")
     assert not model.mentions_sink_word("num_bl\u00f6cks")
     assert model.mentions_sink_word("make_minimal_\u212aV_cache(x)".encode())
+
+
+# Every sink of the model names a sink word: a file that names none cannot hold one (the
+# driver does not walk a file whose count could reach no sink).
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(model.MODEL.keyword_sinks, fullmatch=True),
+        st.from_regex(model.MODEL.builder_calls),
+        st.from_regex(model.MODEL.escaping_names, fullmatch=True),
+    )
+)
+def test_every_sink_pattern_names_a_sink_word(name: str) -> None:
+    assert model.mentions_sink_word(name), repr(name)
+
+
+def test_every_sink_name_names_a_sink_word() -> None:
+    names = model.MODEL.store_sinks | model.MODEL.budget_keywords
+    assert names and all(model.mentions_sink_word(n) for n in names)
