@@ -163,7 +163,7 @@ def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
     with_file = run_cgguard("check", "nope.py", "clean.py", cwd=tmp_path)
     assert with_file.stdout == "No findings in 1 file checked. 1 error.\n"
     # A file that cannot be parsed is not a checked file either.
-    _write(tmp_path, {"broken.py": "x = self.max_cudagraph_capture_size or (\n"})
+    _write(tmp_path, {"broken.py": "min_blocks = self.max_cudagraph_capture_size or (\n"})
     broken = run_cgguard("check", "broken.py", "clean.py", cwd=tmp_path)
     assert broken.stdout == "No findings in 1 file checked. 1 error.\n"
 
@@ -173,15 +173,20 @@ def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
 
 def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_page_says(tmp_path):
     _write(tmp_path, {
-        "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
+        "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    blocks = n\n    def (\n",
+        "no_sink.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
         "plain.py": "def f(:\n",
     })
     parsed = run_cgguard("check", "mentions.py", cwd=tmp_path)
     assert parsed.returncode == 2
-    assert parsed.stderr.startswith("mentions.py: error: syntax error at line 3")
+    assert parsed.stderr.startswith("mentions.py: error: syntax error at line 4")
     # A file that never mentions a capture size is not parsed: nothing in it can be a finding.
     unparsed = run_cgguard("check", "plain.py", cwd=tmp_path)
     assert (unparsed.returncode, unparsed.stderr) == (0, "")
+    # A file that mentions one is parsed whole, whatever else it names.
+    no_sink = run_cgguard("check", "no_sink.py", cwd=tmp_path)
+    assert no_sink.returncode == 2
+    assert no_sink.stderr.startswith("no_sink.py: error: syntax error at line 3")
     # The linter page's exit-code section says exactly that, instead of promising 2 for any
     # unparsable file.
     linter = (REPO / "docs" / "linter.md").read_text(encoding="utf-8")
