@@ -63,3 +63,4 @@ def test_a_file_importing_only_from_elsewhere_leads_to_no_source(tmp_path: Path)
     assert context.imports_a_source("from .helpers import cap\n", user, root)
     assert context.imports_a_source("from pkg import helpers\n", user, root)
     assert context.imports_a_source("import pkg.helpers\n", user, root)
+

@@ -171,3 +171,26 @@ def test_this_repository_excludes_its_deliberate_examples_unless_named():
     example = run_cgguard("check", "examples/fork_runner", cwd=REPO)
     assert example.returncode == 1
     assert finding_paths(example.stdout) == ["examples/fork_runner/myfork/worker/model_runner.py"]
+
+
+def test_a_settings_file_changed_between_two_runs_of_one_process_is_read_anew(tmp_path):
+    # Fixit and the codemod resolve settings in a process that may outlive an edit.
+    from cgguard.static.workflow.config import resolve
+
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.cgguard]\nselect = ["CGG001"]\n')
+    assert resolve(start=str(tmp_path)).select == ("CGG001",)
+    pyproject.write_text('[tool.cgguard]\nselect = ["CGG002"]\n')
+    assert resolve(start=str(tmp_path)).select == ("CGG002",)
+
+
+def test_a_project_marker_added_between_two_runs_of_one_process_is_seen(tmp_path):
+    from cgguard.static.driver.context import RunContext
+
+    folder = tmp_path / "fork" / "pkg"
+    folder.mkdir(parents=True)
+    # tmp_path may sit below a folder with a marker of its own: compare with what is above.
+    above = RunContext().roots.of(str(tmp_path))
+    assert RunContext().roots.of(str(folder)) == above
+    (tmp_path / "fork" / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    assert RunContext().roots.of(str(folder)) == str(tmp_path / "fork")

@@ -59,11 +59,10 @@ def core_hits(
     (the Fixit rule and the codemod lower libcst's module, only for a file worth it);
     Python's parser lowers it otherwise."""
     from cgguard.static.driver.prefilter import might_match
-    from cgguard.static.driver.projectroot import project_root
 
     if context is None:
         context = RunContext()
-    root = project_root(os.path.dirname(os.path.abspath(path))) if path else None
+    root = context.roots.of(os.path.dirname(os.path.abspath(path))) if path else None
     if not might_match(text) and not context.imports_a_source(text, path, root):
         return [], None  # no source here, and no module of the project it imports has one
     program = context.program(root)

@@ -24,6 +24,9 @@ MAX_IMPORT_DEPTH = 3
 
 class RunContext:
     def __init__(self) -> None:
+        from cgguard.static.driver.projectroot import ProjectRoots
+
+        self.roots = ProjectRoots()
         self.programs: dict[str | None, Program] = {}
         self.sourced: dict[str, bool] = {}
         self.tops: dict[str, frozenset[str]] = {}

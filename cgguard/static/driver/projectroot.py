@@ -8,18 +8,32 @@ any of the project's modules.
 from __future__ import annotations
 
 import os
-from functools import cache
 
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-@cache
+class ProjectRoots:
+    """The project roots one run has found, by folder: each folder is looked at once per
+    run, however many files sit below it (the run's :class:`.context.RunContext` holds one)."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, str | None] = {}
+
+    def of(self, folder: str) -> str | None:
+        """The nearest folder at or above ``folder`` (absolute) holding a project marker."""
+        if folder in self.found:
+            return self.found[folder]
+        if os.path.basename(folder) in ("site-packages", "dist-packages"):
+            root = None  # an installed package is no project of the user's
+        elif any(os.path.exists(os.path.join(folder, m)) for m in MARKERS):
+            root = folder
+        else:
+            parent = os.path.dirname(folder)
+            root = None if parent == folder else self.of(parent)
+        self.found[folder] = root
+        return root
+
+
 def project_root(folder: str) -> str | None:
-    """The nearest folder at or above ``folder`` (absolute) holding a project marker
-    (each folder looked at once per run, however many files sit below it)."""
-    if os.path.basename(folder) in ("site-packages", "dist-packages"):
-        return None  # an installed package is no project of the user's
-    if any(os.path.exists(os.path.join(folder, m)) for m in MARKERS):
-        return folder
-    parent = os.path.dirname(folder)
-    return None if parent == folder else project_root(parent)
+    """:meth:`ProjectRoots.of`, for one question."""
+    return ProjectRoots().of(folder)

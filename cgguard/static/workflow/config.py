@@ -89,49 +89,48 @@ def _matches(code: str, selectors: tuple[str, ...]) -> bool:
 
 def find_config_file(start: str) -> str | None:
     """The nearest cgguard.toml, or pyproject.toml with [tool.cgguard], at or above ``start``."""
+    found = _find_config(start)
+    return None if found is None else found[0]
+
+
+def _find_config(start: str) -> tuple[str, dict | None] | None:
+    """The nearest config file and, for a pyproject.toml, its parsed TOML (None where it does
+    not parse: loading it reports why)."""
     folder = os.path.abspath(start)
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
     while True:
         candidate = os.path.join(folder, "cgguard.toml")
         if os.path.isfile(candidate):
-            return candidate
+            return candidate, None
         candidate = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(candidate) and _has_cgguard_table(candidate):
-            return candidate
+        if os.path.isfile(candidate):
+            has_table, data = _cgguard_table(candidate)
+            if has_table:
+                return candidate, data
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
 
 
-def _has_cgguard_table(path: str) -> bool:
+def _cgguard_table(path: str) -> tuple[bool, dict | None]:
+    """Does the pyproject.toml hold a [tool.cgguard] table, and its parsed TOML."""
     # A cheap text test first: most pyproject.toml files have no such table, and
     # parsing TOML is the slow part. A real parse decides when the text mentions it.
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
     except OSError:
-        return False
+        return False, None
     if "cgguard" not in text:
-        return False
+        return False, None
     try:
-        data = _parse_toml(path)
+        data = _read_toml(path)
     except ConfigError:
-        return True  # let loading report the broken file rather than skip it silently
+        return True, None  # let loading report the broken file rather than skip it silently
     tool = data.get("tool")
-    return isinstance(tool, dict) and "cgguard" in tool
-
-
-def _parse_toml(path: str) -> dict:
-    # Finding the file and loading it read the same pyproject.toml: parse it once.
-    key = os.path.abspath(path)
-    if key not in _PARSED:
-        _PARSED[key] = _read_toml(path)
-    return _PARSED[key]
-
-
-_PARSED: dict[str, dict] = {}
+    return isinstance(tool, dict) and "cgguard" in tool, data
 
 
 def _read_toml(path: str) -> dict:
@@ -153,9 +152,11 @@ def _read_toml(path: str) -> dict:
 # ---- reading and validating -------------------------------------------------------
 
 
-def load_config_file(path: str) -> Settings:
-    """Settings from one file (a pyproject.toml reads its [tool.cgguard] table)."""
-    data = _parse_toml(path)
+def load_config_file(path: str, data: dict | None = None) -> Settings:
+    """Settings from one file (a pyproject.toml reads its [tool.cgguard] table); ``data``: its
+    parsed TOML where finding it parsed it already."""
+    if data is None:
+        data = _read_toml(path)
     if os.path.basename(path) == "pyproject.toml":
         table = data.get("tool", {}).get("cgguard") if isinstance(data.get("tool"), dict) else None
         if table is None:
@@ -267,8 +268,8 @@ def resolve(
         return load_config_file(config)
     if isolated:
         return Settings()
-    found = find_config_file(start or os.getcwd())
-    return load_config_file(found) if found else Settings()
+    found = _find_config(start or os.getcwd())
+    return load_config_file(*found) if found else Settings()
 
 
 COMMAND_LINE = "command line"
