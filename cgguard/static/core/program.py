@@ -37,6 +37,7 @@ from cgguard.static.core.flow import (
     Summary,
     Taint,
 )
+from cgguard.static.core.modulefiles import ModuleFiles
 from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.pyast import physical_lines
 
@@ -97,6 +98,7 @@ class Program:
         root: str | None = None,
         read: Callable[[str], str | None] | None = None,
         lower: Callable[[str, str], ir.Module] | None = None,
+        paths: ModuleFiles | None = None,
     ):
         self.model = model
         self.needles = model.needles()  # the sources' needles, derived once per run
@@ -116,7 +118,7 @@ class Program:
         # request counts), asked before the module is lowered.
         self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
         self.facts: dict[int, FunctionFacts] = {}
-        self.module_files: dict[str, str | None] = {}
+        self.paths = paths if paths is not None else ModuleFiles(root)
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
         self.files: list[str] | None = None
         # Recursion: a summary asked for while it is computed reads its guess (empty in the
@@ -277,34 +279,10 @@ class Program:
         return None if path is None else self.module_at(path)
 
     def module_file(self, name: str) -> str | None:
-        if name in self.module_files:
-            return self.module_files[name]
-        found = None
-        if self.root is not None and all(name.split(".")):
-            parts = name.split(".")
-            for base in (self.root, os.path.join(self.root, "src")):
-                candidate = os.path.join(base, *parts)
-                if os.path.isfile(candidate + ".py"):
-                    found = os.path.abspath(candidate + ".py")
-                    break
-                if os.path.isfile(os.path.join(candidate, "__init__.py")):
-                    found = os.path.abspath(os.path.join(candidate, "__init__.py"))
-                    break
-        self.module_files[name] = found
-        return found
+        return self.paths.module_file(name)
 
     def dotted_of(self, path: str) -> str | None:
-        if self.root is None:
-            return None
-        for base in (os.path.join(self.root, "src"), self.root):
-            rel = os.path.relpath(path, base)
-            if not rel.startswith("..") and rel.endswith(".py"):
-                parts = rel[:-3].split(os.sep)
-                if parts[-1] == "__init__":
-                    parts = parts[:-1]
-                if all(p.isidentifier() for p in parts):
-                    return ".".join(parts)
-        return None
+        return self.paths.dotted_of(path)
 
     def _index(self, path: str, tree: ir.Module) -> ModuleInfo:
         info = ModuleInfo(path, self.dotted_of(path), tree)

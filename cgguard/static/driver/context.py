@@ -12,6 +12,10 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from cgguard.static.core.modulefiles import ModuleFiles
+from cgguard.static.driver.prefilter import has_needle
+from cgguard.static.driver.projectroot import ProjectRoots
+
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
 
@@ -24,9 +28,8 @@ MAX_IMPORT_DEPTH = 3
 
 class RunContext:
     def __init__(self) -> None:
-        from cgguard.static.driver.projectroot import ProjectRoots
-
         self.roots = ProjectRoots()
+        self.paths: dict[str | None, ModuleFiles] = {}
         self.programs: dict[str | None, Program] = {}
         self.sourced: dict[str, bool] = {}
         self.tops: dict[str, frozenset[str]] = {}
@@ -37,7 +40,13 @@ class RunContext:
             from cgguard.static.core.program import Program
             from cgguard.static.rules.model import model
 
-            found = self.programs[root] = Program(model(), root)
+            found = self.programs[root] = Program(model(), root, paths=self.module_files(root))
+        return found
+
+    def module_files(self, root: str | None) -> ModuleFiles:
+        found = self.paths.get(root)
+        if found is None:
+            found = self.paths[root] = ModuleFiles(root)
         return found
 
     def imports_a_source(self, text: str, path: str, root: str | None, depth: int = 0) -> bool:
@@ -45,28 +54,28 @@ class RunContext:
         imports one that does (a base class two modules up)?"""
         if root is None or depth > MAX_IMPORT_DEPTH:
             return False
-        program = self.program(root)
-        tops = self._top_packages(program, root)
-        package = program.dotted_of(os.path.abspath(path)) or ""
+        paths = self.module_files(root)
+        tops = self._top_packages(root)
+        package = paths.dotted_of(os.path.abspath(path)) or ""
         for module, rest in _import_statements(text, package, path.endswith("__init__.py")):
             for name in [module] if module is not None else _names(rest):
                 if name.split(".", 1)[0] not in tops:
                     continue  # the standard library, a dependency: no module of the project
-                file = program.module_file(name)
+                file = paths.module_file(name)
                 if file is None:
                     continue
-                if self._leads_to_a_source(file, program, root, depth):
+                if self._leads_to_a_source(file, root, depth):
                     return True
                 if module is not None and file.endswith("__init__.py"):
                     for sub_name in _names(rest):  # ``from package import module``
                         if not sub_name.isidentifier():
                             continue
-                        sub = program.module_file(f"{module}.{sub_name}")
-                        if sub is not None and self._leads_to_a_source(sub, program, root, depth):
+                        sub = paths.module_file(f"{module}.{sub_name}")
+                        if sub is not None and self._leads_to_a_source(sub, root, depth):
                             return True
         return False
 
-    def _top_packages(self, program: Program, root: str) -> frozenset[str]:
+    def _top_packages(self, root: str) -> frozenset[str]:
         """Names a project's absolute imports start with: its top folders and modules."""
         found = self.tops.get(root)
         if found is None:
@@ -83,7 +92,7 @@ class RunContext:
             found = self.tops[root] = frozenset(names)
         return found
 
-    def _leads_to_a_source(self, file: str, program: Program, root: str, depth: int) -> bool:
+    def _leads_to_a_source(self, file: str, root: str, depth: int) -> bool:
         if file not in self.sourced:
             self.sourced[file] = False  # while it is read: an import cycle leads nowhere
             try:
@@ -91,7 +100,7 @@ class RunContext:
                     data = fh.read()
             except OSError:
                 data = b""
-            found = any(n.encode() in data for n in program.needles)
+            found = has_needle(data)
             if not found and b"import" in data:
                 text = data.decode("utf-8", errors="replace")
                 found = self.imports_a_source(text, file, root, depth + 1)
