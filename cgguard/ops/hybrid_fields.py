@@ -252,18 +252,27 @@ def _zamba2(r: _Reader, dtype: str) -> tuple[_State, int]:
     return state, r.kinds("layers_block_type").count("hybrid")
 
 
-def _gated_delta_net(r: _Reader, dtype: str) -> tuple[_State, int]:
+def _gdn_state(r: _Reader, dtype: str) -> _State:
     k_heads, v_heads = r.num("linear_num_key_heads"), r.num("linear_num_value_heads")
     k_dim, v_dim = r.num("linear_key_head_dim"), r.num("linear_value_head_dim")
     conv_dim = k_dim * k_heads * 2 + v_dim * v_heads
     conv = _conv(r, conv_dim, r.num("linear_conv_kernel_dim") - 1 + r.spec)
     temporal = (r.divide(v_heads, "linear_num_value_heads"), v_dim, k_dim)
+    return _State((conv, temporal), (dtype, dtype))
+
+
+def _qwen3_next(r: _Reader, dtype: str) -> tuple[_State, int]:
     if r.fields.get("layer_types") is None:
         # vLLM's Qwen3NextConfig: without layer_types, every fourth layer is full attention.
-        layers = r.num("num_hidden_layers") // 4
-    else:
-        layers = r.kinds("layer_types").count("full_attention")
-    return _State((conv, temporal), (dtype, dtype)), layers
+        return _gdn_state(r, dtype), r.num("num_hidden_layers") // 4
+    return _gdn_state(r, dtype), r.kinds("layer_types").count("full_attention")
+
+
+def _olmo_hybrid(r: _Reader, dtype: str) -> tuple[_State, int]:
+    if r.fields.get("layer_types") is None:
+        # vLLM's OlmoHybridConfig: every fourth layer is full attention, at least the last.
+        return _gdn_state(r, dtype), max(1, r.num("num_hidden_layers") // 4)
+    return _gdn_state(r, dtype), r.kinds("layer_types").count("full_attention")
 
 
 def _lfm2(r: _Reader, dtype: str) -> tuple[_State, int]:
@@ -296,7 +305,10 @@ FAMILIES = {
         head_size=lambda r: 2 * r.num("hidden_size") // r.num("num_attention_heads"),
     ),
     "Qwen3NextForCausalLM": _Family(
-        "Qwen3-Next (Gated DeltaNet linear attention)", _gated_delta_net, False, True
+        "Qwen3-Next (Gated DeltaNet linear attention)", _qwen3_next, False, True
+    ),
+    "OlmoHybridForCausalLM": _Family(
+        "OLMo hybrid (Gated DeltaNet linear attention)", _olmo_hybrid, True, False
     ),
     "Lfm2ForCausalLM": _Family("LFM2 (short convolutions)", _lfm2, False, False),
 }
