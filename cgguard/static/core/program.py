@@ -119,6 +119,8 @@ class Program:
         self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
         self.facts: dict[int, FunctionFacts] = {}
         self.paths = paths if paths is not None else ModuleFiles(root)
+        self.binds: dict[tuple[str, str], bool] = {}  # see may_bind_function
+        self.unlowered: dict[str, str] = {}  # texts read to be asked, not lowered
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
         self.files: list[str] | None = None
         # Recursion: a summary asked for while it is computed reads its guess (empty in the
@@ -137,6 +139,8 @@ class Program:
         self.modules.clear()
         self.texts.clear()
         self.holds_words.clear()
+        self.binds.clear()
+        self.unlowered.clear()
         self._forget_summaries()
         self.guesses.clear()
 
@@ -367,10 +371,30 @@ class Program:
         partial = module.partials.get(name)
         if partial is not None and depth < 4:
             return self.callee(module, None, partial, depth + 1)
+        spec = module.imports.get(name)
+        if spec is None or spec[1] is None or not self.may_bind_function(spec[0], spec[1]):
+            return None  # no module of the project binds a function by that name
         where = self.imported(module, name) if depth < 8 else None
         if where is not None and where[1]:
             return self.function_named(where[0], where[1], depth + 1)
         return None
+
+    def may_bind_function(self, module_name: str, name: str) -> bool:
+        """Can the project module ``module_name`` bind ``name`` to a function: a ``def``, an
+        assignment (a ``partial``), or an import of it? Read from its text (a superset), so a
+        class imported from a module is never looked for there by lowering the module."""
+        path = self.module_file(module_name)
+        if path is None:
+            return False
+        key = (path, name)
+        if key not in self.binds:
+            text = self.texts.get(path)
+            if text is None:
+                text = self.unlowered.get(path)
+            if text is None:
+                text = self.unlowered[path] = self._read(path) or ""
+            self.binds[key] = _may_bind(text, name)
+        return self.binds[key]
 
     def class_named(self, module: ModuleInfo, name: str, depth: int = 0) -> ClassInfo | None:
         if "." in name:
@@ -884,6 +908,8 @@ class Program:
                 if target is not None and target is not module and self._names_a_source(target):
                     words |= {f.name for f in target.functions.values() if self._carries(f)}
                 continue
+            if not self.may_bind_function(name, attr):
+                continue  # a class, a constant: no helper to summarise
             where = self.imported(module, local)
             if where is None or not where[1] or not self._names_a_source(where[0]):
                 continue
@@ -1237,6 +1263,33 @@ def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> se
         if m is not None and any(w in line[m.end() :] for w in words):
             found.update(_SELF_ATTR.findall(line, 0, m.start()))
     return found
+
+
+_BOUND_AFTER = re.compile(r"(?:^|[^\w])(?:def|import|as)$")
+
+
+def _may_bind(text: str, name: str) -> bool:
+    """Does ``text`` hold ``name`` as a word where a binding can: after ``def``, ``import``,
+    ``as``, a comma or a parenthesis (an import's list), or before ``=`` (an assignment)?
+    A superset of the module-level functions, partials and imports that bind it."""
+    at = text.find(name)
+    while at != -1:
+        end = at + len(name)
+        if (at == 0 or not _word_char(text[at - 1])) and (
+            end == len(text) or not _word_char(text[end])
+        ):
+            before = text[max(0, at - 64) : at].rstrip(" \t\r\n\\")
+            after = text[end : end + 64].lstrip(" \t")
+            if before.endswith((",", "(")) or _BOUND_AFTER.search(before):
+                return True
+            if after.startswith("=") and not after.startswith("=="):
+                return True
+        at = text.find(name, end)
+    return False
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
