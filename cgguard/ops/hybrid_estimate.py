@@ -91,7 +91,7 @@ def hybrid_answer(
             f"{STAND_INS}",
         )
     enlarges = "vLLM enlarges the attention block size so one attention page holds a Mamba state"
-    if ctx.version != RELEASE:
+    if ".".join(map(str, ctx.release)) != RELEASE:
         return _ask(
             f"{enlarges}; vLLM {ctx.version} is not installed here to compute it, and cgguard "
             f"reads it from config.json's fields only as vLLM {RELEASE} computes it"

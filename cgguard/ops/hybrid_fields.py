@@ -280,6 +280,12 @@ def _lfm2(r: _Reader, dtype: str) -> tuple[_State, int]:
     return _State((conv,), (dtype,)), r.kinds("layer_types").count("full_attention")
 
 
+def _lfm2_moe(r: _Reader, dtype: str) -> tuple[_State, int]:
+    # Lfm2MoeForCausalLM convolves over the hidden size (Lfm2 over its conv_dim).
+    conv = _conv(r, r.num("hidden_size"), r.num("conv_L_cache") - 1)
+    return _State((conv,), (dtype,)), r.kinds("layer_types").count("full_attention")
+
+
 @dataclass(frozen=True)
 class _Family:
     name: str
@@ -311,6 +317,7 @@ FAMILIES = {
         "OLMo hybrid (Gated DeltaNet linear attention)", _olmo_hybrid, True, False
     ),
     "Lfm2ForCausalLM": _Family("LFM2 (short convolutions)", _lfm2, False, False),
+    "Lfm2MoeForCausalLM": _Family("LFM2-MoE (short convolutions)", _lfm2_moe, False, False),
 }
 
 

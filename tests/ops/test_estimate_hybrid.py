@@ -193,6 +193,13 @@ def test_what_the_fields_cannot_give_is_said(tmp_path, no_vllm_path):
     assert "is not divisible by tensor parallel size 8, as vLLM requires" in text
 
 
+def test_the_release_named_short_is_the_same_release(tmp_path, no_vllm_path):
+    out = json.loads(estimate(no_vllm_path, model(tmp_path, JAMBA), "--vllm-version", "0.25",
+                              "--format", "json").stdout)
+    assert out["hybrid"]["block_size_source"] == "config-fields"
+    assert out["settings"]["block_size"] == 80
+
+
 def test_block_size_option_wins(tmp_path, no_vllm_path):
     out = json.loads(
         estimate(

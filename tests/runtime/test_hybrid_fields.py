@@ -92,6 +92,10 @@ CONFIGS = {
     "lfm2": {**BASE, "architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 128,
              "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "conv_dim": 128,
              "conv_L_cache": 3, "layer_types": ["conv", "conv", "full_attention", "conv"]},
+    "lfm2_moe": {**BASE, "architectures": ["Lfm2MoeForCausalLM"], "model_type": "lfm2_moe", "hidden_size": 128,
+                 "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "conv_L_cache": 4,
+                 "layer_types": ["conv", "full_attention", "conv", "conv"], "num_experts": 4,
+                 "num_experts_per_tok": 2, "moe_intermediate_size": 64, "num_dense_layers": 1},
 }
 CASES = [(tp, spec) for tp in (1, 2) for spec in (0, 2)]
 
