@@ -30,6 +30,7 @@ from cgguard.ops.memory import (
 from cgguard.ops.model_config import ConfigError, ModelShape, load_model_shape
 from cgguard.ops.runner_verdict import settings_from_env
 from cgguard.ops.units import human_bytes
+from cgguard.ops.v2_features import ON
 from cgguard.ops.vllm_defaults import ENTRY_POINTS, GPUS, Request, resolve
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
@@ -421,6 +422,12 @@ def estimate(
     ]
     if verdict is not None and verdict.runner is not None:
         lines.append(f"Runner:         {verdict.runner} ({verdict.reasons[0]})")
+        in_use = verdict.v2_features.labels(ON) if verdict.v2_features is not None else []
+        if in_use:
+            lines.append(
+                f"                model runner V2 lacks {'; '.join(in_use)}, which the "
+                "settings given turn on"
+            )
     if on_v2:
         lines.append(
             f"vLLM {ctx.version} runs this model on model runner V2, which builds no profiling KV "

@@ -149,6 +149,10 @@ def test_doctor_and_estimate_take_the_method(dense, release):
                           capture_output=True, text=True, env=clean_env(), timeout=600)
     out = json.loads(proc.stdout)
     assert out["runner"]["runner"] == "V1" and out["per_token"] is not None
+    text = subprocess.run([sys.executable, "-m", "cgguard", "estimate", str(dense), "--num-speculative-tokens", "2",
+                           "--speculative-method", "ngram"], capture_output=True, text=True, env=clean_env(), timeout=600)
+    assert ("\n                model runner V2 lacks ngram/ngram_gpu speculative decoding, which the settings "
+            "given turn on\n") in text.stdout
     eagle = subprocess.run([sys.executable, "-m", "cgguard", "estimate", str(dense), "--num-speculative-tokens", "2",
                             "--speculative-method", "eagle", "--format", "json"],
                            capture_output=True, text=True, env=clean_env(), timeout=600)
