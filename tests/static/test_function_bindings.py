@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.static.core.program import Program, _may_bind
+from cgguard.static.core.program import Program
 from cgguard.static.rules.model import model
 
 
@@ -19,16 +19,24 @@ from cgguard.static.rules.model import model
         ("async def cap():\n    pass\n", True),
         ("cap = partial(helper, 1)\n", True),
         ("from m import (\n    a,\n    cap,\n)\n", True),
-        ("from m import \\\n    cap\n", True),
+        ("from m import a, \\\n    cap\n", True),
         ("from m import x as cap\n", True),
-        ("import cap\n", True),
         ("class cap:\n    pass\n\n\nx = cap()\n", False),
+        ("def f(a, cap):\n    return g(a, cap)\n", False),
         ("if cap == 1:\n    pass\n", False),
         ("capacity = 1\nmy_cap = 2\n", False),
+        ("text = 'import cap'\n", False),  # no import statement: the line starts otherwise
     ],
 )
-def test_what_can_bind_a_name(text: str, bound: bool) -> None:
-    assert _may_bind(text, "cap") is bound
+def test_what_can_bind_a_name(tmp_path: Path, text: str, bound: bool) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (tmp_path / "m.py").write_text(text)
+    program = Program(model(), str(tmp_path))
+    assert program.may_bind_function("m", "cap") is bound
+    # ``m.cap()`` needs a def of its own.
+    assert program.may_bind_function("m", "cap", def_only=True) is text.lstrip().startswith(
+        ("def cap", "async def cap")
+    )
 
 
 def test_a_class_imported_from_a_module_is_not_lowered_to_resolve_a_call(tmp_path: Path) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgguard.static.driver.context import RunContext, _import_statements, _names
+from cgguard.static.core.modulefiles import import_names, import_statements
+from cgguard.static.driver.context import RunContext
 
 
 def _modules(text: str, package: str = "pkg.sub.mod") -> list[str | None]:
-    return [module for module, _ in _import_statements(text, package, False)]
+    return [module for module, _ in import_statements(text, package, False)]
 
 
 def test_each_statement_gives_its_module_resolved() -> None:
@@ -39,11 +40,13 @@ def test_each_statement_gives_its_module_resolved() -> None:
 def test_names_are_split_where_asked() -> None:
     rests = [
         rest
-        for _, rest in _import_statements(
+        for _, rest in import_statements(
             "import os, a.b as c\nfrom m import (x,\n y)\n", "", False
         )
     ]
-    assert [_names(r) for r in rests] == [["os", "a.b"], ["x", "y"]]
+    assert [import_names(r) for r in rests] == [["os", "a.b"], ["x", "y"]]
+    continued = "from m import a, \\\n    b\nc = 1\n"
+    assert [import_names(r) for _, r in import_statements(continued, "", False)] == [["a", "b"]]
 
 
 def test_a_file_importing_only_from_elsewhere_leads_to_no_source(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from cgguard.static.core.flow import (
     Summary,
     Taint,
 )
-from cgguard.static.core.modulefiles import ModuleFiles
+from cgguard.static.core.modulefiles import ModuleFiles, import_statements
 from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.pyast import physical_lines
 
@@ -119,7 +119,8 @@ class Program:
         self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
         self.facts: dict[int, FunctionFacts] = {}
         self.paths = paths if paths is not None else ModuleFiles(root)
-        self.binds: dict[tuple[str, str], bool] = {}  # see may_bind_function
+        self.binds: dict[tuple[str, str, bool], bool] = {}  # see may_bind_function
+        self.import_lists: dict[str, str] = {}  # see _imported_text
         self.unlowered: dict[str, str] = {}  # texts read to be asked, not lowered
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
         self.files: list[str] | None = None
@@ -141,6 +142,7 @@ class Program:
         self.holds_words.clear()
         self.binds.clear()
         self.unlowered.clear()
+        self.import_lists.clear()
         self._forget_summaries()
         self.guesses.clear()
 
@@ -379,22 +381,35 @@ class Program:
             return self.function_named(where[0], where[1], depth + 1)
         return None
 
-    def may_bind_function(self, module_name: str, name: str) -> bool:
+    def may_bind_function(self, module_name: str, name: str, def_only: bool = False) -> bool:
         """Can the project module ``module_name`` bind ``name`` to a function: a ``def``, an
-        assignment (a ``partial``), or an import of it? Read from its text (a superset), so a
-        class imported from a module is never looked for there by lowering the module."""
+        assignment (a ``partial``), or an import of it (only a ``def`` with ``def_only``)?
+        Read from its text (a superset), so a class imported from a module is never looked
+        for there by lowering the module."""
         path = self.module_file(module_name)
         if path is None:
             return False
-        key = (path, name)
+        key = (path, name, def_only)
         if key not in self.binds:
             text = self.texts.get(path)
             if text is None:
                 text = self.unlowered.get(path)
             if text is None:
                 text = self.unlowered[path] = self._read(path) or ""
-            self.binds[key] = _may_bind(text, name)
+            self.binds[key] = _may_bind(text, name, def_only) or (
+                not def_only
+                and re.search(rf"\b{re.escape(name)}\b", self._imported_text(path, text))
+                is not None
+            )
         return self.binds[key]
+
+    def _imported_text(self, path: str, text: str) -> str:
+        """What the module's import statements list (the names they bind among it)."""
+        if path not in self.import_lists:
+            self.import_lists[path] = "\n".join(
+                rest for _, rest in import_statements(text, "", path.endswith("__init__.py"))
+            )
+        return self.import_lists[path]
 
     def class_named(self, module: ModuleInfo, name: str, depth: int = 0) -> ClassInfo | None:
         if "." in name:
@@ -525,12 +540,12 @@ class Program:
             if klass is not None:
                 return self.method(klass, name)
             spec = module.imports.get(recv_name)
-            if spec is not None and spec[1] is None:
-                target = self.module_named(spec[0])
-                if target is not None:
-                    return target.functions.get(name)
-            if spec is not None and spec[1] is not None:
-                target = self.module_named(f"{spec[0]}.{spec[1]}")
+            if spec is not None:
+                # ``mod.f()``: the module (or ``from pkg import mod``'s) defines ``f`` or not.
+                held = spec[0] if spec[1] is None else f"{spec[0]}.{spec[1]}"
+                if not self.may_bind_function(held, name, def_only=True):
+                    return None
+                target = self.module_named(held)
                 if target is not None:
                     return target.functions.get(name)
         return None
@@ -1265,24 +1280,23 @@ def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> se
     return found
 
 
-_BOUND_AFTER = re.compile(r"(?:^|[^\w])(?:def|import|as)$")
+_AFTER_DEF = re.compile(r"(?:^|[^\w])def$")
 
 
-def _may_bind(text: str, name: str) -> bool:
-    """Does ``text`` hold ``name`` as a word where a binding can: after ``def``, ``import``,
-    ``as``, a comma or a parenthesis (an import's list), or before ``=`` (an assignment)?
-    A superset of the module-level functions, partials and imports that bind it."""
+def _may_bind(text: str, name: str, def_only: bool = False) -> bool:
+    """Does ``text`` hold ``name`` as a word after ``def``, or (unless ``def_only``) before
+    ``=`` (an assignment, such as a ``partial``)? With the names its import statements list,
+    a superset of the module-level functions, partials and imports that bind it."""
     at = text.find(name)
     while at != -1:
         end = at + len(name)
         if (at == 0 or not _word_char(text[at - 1])) and (
             end == len(text) or not _word_char(text[end])
         ):
-            before = text[max(0, at - 64) : at].rstrip(" \t\r\n\\")
-            after = text[end : end + 64].lstrip(" \t")
-            if before.endswith((",", "(")) or _BOUND_AFTER.search(before):
+            if _AFTER_DEF.search(text[max(0, at - 64) : at].rstrip(" \t")):
                 return True
-            if after.startswith("=") and not after.startswith("=="):
+            after = text[end : end + 64].lstrip(" \t")
+            if not def_only and after.startswith("=") and not after.startswith("=="):
                 return True
         at = text.find(name, end)
     return False

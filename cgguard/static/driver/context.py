@@ -8,11 +8,9 @@ module imported by many files is read, lowered and summarised once. Nothing is k
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from cgguard.static.core.modulefiles import ModuleFiles
+from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
 from cgguard.static.driver.prefilter import has_needle
 from cgguard.static.driver.projectroot import ProjectRoots
 
@@ -57,8 +55,8 @@ class RunContext:
         paths = self.module_files(root)
         tops = self._top_packages(root)
         package = paths.dotted_of(os.path.abspath(path)) or ""
-        for module, rest in _import_statements(text, package, path.endswith("__init__.py")):
-            for name in [module] if module is not None else _names(rest):
+        for module, rest in import_statements(text, package, path.endswith("__init__.py")):
+            for name in [module] if module is not None else import_names(rest):
                 if name.split(".", 1)[0] not in tops:
                     continue  # the standard library, a dependency: no module of the project
                 file = paths.module_file(name)
@@ -67,7 +65,7 @@ class RunContext:
                 if self._leads_to_a_source(file, root, depth):
                     return True
                 if module is not None and file.endswith("__init__.py"):
-                    for sub_name in _names(rest):  # ``from package import module``
+                    for sub_name in import_names(rest):  # ``from package import module``
                         if not sub_name.isidentifier():
                             continue
                         sub = paths.module_file(f"{module}.{sub_name}")
@@ -106,52 +104,3 @@ class RunContext:
                 found = self.imports_a_source(text, file, root, depth + 1)
             self.sourced[file] = found
         return self.sourced[file]
-
-
-def _import_statements(
-    text: str, package: str, is_package: bool
-) -> Iterator[tuple[str | None, str]]:
-    """(module, what follows ``import``) for each import statement of the text: the module
-    ``from`` names, resolved against ``package`` (None for ``import a, b``). What follows is
-    split into names only where a caller needs them (:func:`_names`).
-
-    Found from each ``import`` word of the text (faster than a pattern tried at every line
-    start); a line is one when only ``from <module>`` or blanks stand before the word."""
-    here = package.split(".") if package else []
-    if not is_package:
-        here = here[:-1]
-    at = text.find("import")
-    while at != -1:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        end = len(text) if end == -1 else end
-        head = text[start:at].strip()
-        rest = text[at + 6 : end]
-        if rest[:1] in (" ", "\t", "(") and (not head or head.startswith("from ")):
-            if "(" in rest and ")" not in rest:
-                close = text.find(")", at)
-                rest = text[at + 6 : close if close != -1 else end]
-            if not head:
-                yield None, rest
-            else:
-                module = head[5:].strip()
-                dots = len(module) - len(module.lstrip("."))
-                if dots:
-                    if dots - 1 <= len(here):
-                        base = here[: len(here) - (dots - 1)]
-                        tail = module[dots:]
-                        module = ".".join(base + ([tail] if tail else []))
-                    else:
-                        module = ""
-                if module:
-                    yield module, rest
-        at = text.find("import", at + 6)
-
-
-def _names(rest: str) -> list[str]:
-    """The (dotted) names an import statement lists after ``import``."""
-    return [
-        n.split()[0]
-        for n in re.split(r"[,()\\\n]+", rest)
-        if n.strip() and n.split()[0].replace(".", "_").isidentifier()
-    ]
