@@ -805,6 +805,7 @@ class Program:
         """
         if self.rounds:
             return self._hits_once(module)  # inside a round (a helper's landing hits)
+        self.busy_reads.clear()  # another module's rounds settled what they read
         found: list[Hit] = []
         for _ in range(MAX_ROUNDS):
             self.rounds += 1
