@@ -128,3 +128,24 @@ def test_the_settings_reference_names_every_key_and_the_default_excludes():
     assert sorted(named) == sorted(config.DEFAULT_EXCLUDE)
     assert rows["unsafe-fixes"][1] == rows["force-exclude"][1] == "`false`"
     assert rows["respect-gitignore"][1] == "`true`"
+
+
+def test_the_readmes_whole_tree_time_is_the_latest_benchmarks():
+    # The README quotes the whole-tree row of the table docs/performance.md holds.
+    said = re.search(
+        r"all of vLLM's ([\d,]+) files took ([\d.]+) s on two cores", " ".join(README.split())
+    )
+    assert said is not None
+    performance = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    latest = performance[
+        performance.index("<!-- latest:start") : performance.index("<!-- latest:end")
+    ]
+    row = re.search(
+        r"\| cgguard check, whole tree \(default: CGGUARD_JOBS unset\) \| ([\d.]+) (ms|s) \|[^|]*\|[^|]*\|"
+        r" \d+ \| (\d+) \|",
+        latest,
+    )
+    assert row is not None
+    seconds = float(row.group(1)) / (1000 if row.group(2) == "ms" else 1)
+    assert f"{seconds:.1f}" == said.group(2)
+    assert int(said.group(1).replace(",", "")) == int(row.group(3))
