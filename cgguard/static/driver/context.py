@@ -1,5 +1,6 @@
-"""What one run has read, kept for the run: a program per project root (the core's modules and
-summaries), and which of a project's modules name a source.
+"""What one run has read, kept for the run: the project roots found, where each project's
+modules are, a program per project root (the core's modules and summaries), and which of a
+project's modules name a source.
 
 The run (:mod:`.run`) makes one :class:`RunContext` and hands it to every file's check, so a
 module imported by many files is read, lowered and summarised once. Nothing is kept past it.
