@@ -121,7 +121,9 @@ class Program:
         self.paths = paths if paths is not None else ModuleFiles(root)
         self.binds: dict[tuple[str, str, bool], bool] = {}  # see may_bind_function
         self.import_lists: dict[str, str] = {}  # see _imported_text
-        self.unlowered: dict[str, str] = {}  # texts read to be asked, not lowered
+        # Texts read to be asked (None: unreadable), not lowered yet: a lowering takes its text
+        # from here instead of reading the file again.
+        self.unlowered: dict[str, str | None] = {}
         self.attr_summaries: dict[tuple[int, str], Summary | None] = {}
         self.files: list[str] | None = None
         # Recursion: a summary asked for while it is computed reads its guess (empty in the
@@ -248,7 +250,7 @@ class Program:
     def module_at(self, path: str) -> ModuleInfo | None:
         key = os.path.abspath(path)
         if key not in self.modules:
-            text = self._read(key)
+            text = self.unlowered.pop(key) if key in self.unlowered else self._read(key)
             info = None
             if text is not None:
                 try:
@@ -393,9 +395,9 @@ class Program:
         if key not in self.binds:
             text = self.texts.get(path)
             if text is None:
-                text = self.unlowered.get(path)
-            if text is None:
-                text = self.unlowered[path] = self._read(path) or ""
+                if path not in self.unlowered:
+                    self.unlowered[path] = self._read(path)
+                text = self.unlowered[path] or ""
             self.binds[key] = _may_bind(text, name, def_only) or (
                 not def_only
                 and re.search(rf"\b{re.escape(name)}\b", self._imported_text(path, text))
