@@ -37,7 +37,7 @@ BAD_FILES = {
     "bad_cookie.py": (b"# -*- coding: no-such-codec -*-\nx = 1\n", "no-such-codec"),
     "wrong_cookie.py": (b"# coding: ascii\n# capture_size\nx = '\xc3\xa9'\n", "not valid ascii"),
     "deep_parens.py": (
-        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"  # capture_size\n",
+        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"  # max_cudagraph_capture_size\n",
         "too many nested parentheses",
     ),
     "deep_chain.py": (

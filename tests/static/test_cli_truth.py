@@ -176,6 +176,8 @@ def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_pa
         "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    blocks = n\n    def (\n",
         "no_sink.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
         "plain.py": "def f(:\n",
+        # ``capture_size`` and ``batch_sizes`` are parts of the sources' names, not one.
+        "near.py": "def f(capture_size, batch_sizes):\n    blocks = capture_size\n    def (\n",
     })
     parsed = run_cgguard("check", "mentions.py", cwd=tmp_path)
     assert parsed.returncode == 2
@@ -183,6 +185,13 @@ def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_pa
     # A file that never mentions a capture size is not parsed: nothing in it can be a finding.
     unparsed = run_cgguard("check", "plain.py", cwd=tmp_path)
     assert (unparsed.returncode, unparsed.stderr) == (0, "")
+    # Nor is one that holds only part of a source's name: a source names it whole.
+    near = run_cgguard("check", "near.py", cwd=tmp_path)
+    assert (near.returncode, near.stderr) == (0, ""), near.stderr
+    linter_page = " ".join((REPO / "docs" / "linter.md").read_text(encoding="utf-8").split())
+    for name in ("max_cudagraph_capture_size", "max_capture_size", "cudagraph_capture_sizes",
+                 "cudagraph_batch_sizes"):
+        assert f"`{name}`" in linter_page[linter_page.index("## Which files are parsed"):]
     # A file that mentions one is parsed whole, whatever else it names.
     no_sink = run_cgguard("check", "no_sink.py", cwd=tmp_path)
     assert no_sink.returncode == 2

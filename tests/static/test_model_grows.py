@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from cgguard.static.core.program import Program
-from cgguard.static.rules.model import MODEL, NEEDLES
+from cgguard.static.rules.model import MODEL, NEEDLES, SOURCE_NAMES
 
 RULES = Path(__file__).resolve().parents[2] / "rules"
 
@@ -54,3 +54,15 @@ def test_the_prefilter_needles_are_derived_from_the_sources():
     assert MODEL.needles() == NEEDLES
     for name in MODEL.source_attrs | MODEL.source_lists:
         assert any(needle in name for needle in NEEDLES), name
+    # The whole names a text with a needle is asked for next are the model's sources too.
+    assert MODEL.source_names() == SOURCE_NAMES
+    assert set(SOURCE_NAMES) == MODEL.source_attrs | MODEL.source_lists
+
+
+def test_a_needle_without_a_source_name_is_not_a_source():
+    from cgguard.static.driver.prefilter import might_match, names_a_source
+
+    assert not might_match("def f(capture_size, batch_sizes):\n    return capture_size\n")
+    assert not names_a_source(b"x = self.capture_size\n")
+    assert might_match("n = cc.cudagraph_batch_sizes[-1]\n")
+    assert names_a_source(b"n = cc.max_capture_size\n")

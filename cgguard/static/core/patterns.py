@@ -109,6 +109,11 @@ class Model:
         """Substrings one of which every source's text contains (the byte prefilter's)."""
         return needles_of(self.source_attrs | self.source_lists)
 
+    def source_names(self) -> tuple[str, ...]:
+        """The names one of which every source's text holds whole: a text holding none of
+        them names no source (the needles are shorter, and cheaper to look for in bytes)."""
+        return tuple(sorted(self.source_attrs | self.source_lists))
+
 
 def _last_name(node: object) -> str | None:
     if isinstance(node, ir.Attribute):

@@ -75,6 +75,7 @@ class ModuleInfo:
     partials: dict[str, ir.Expr] = field(default_factory=dict)
     lines: list[str] | None = None
     carriers: set[int] | None = None  # see Program._carriers
+    local_imports_read: bool = False  # see Program._read_local_imports
 
 
 @dataclass(eq=False)
@@ -101,7 +102,7 @@ class Program:
         paths: ModuleFiles | None = None,
     ):
         self.model = model
-        self.needles = model.needles()  # the sources' needles, derived once per run
+        self.source_words = model.source_names()  # a text naming a source holds one
         self.request_words = tuple(sorted(model.request_counts))
         self.root = root
         self._read = read or _read_file
@@ -114,7 +115,7 @@ class Program:
         self._lower = lower
         self.modules: dict[str, ModuleInfo | None] = {}
         self.texts: dict[str, str] = {}
-        # Whether a module's text holds one of a set of words (the sources' needles, the
+        # Whether a module's text holds one of a set of words (the sources' names, the
         # request counts), asked before the module is lowered.
         self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
         self.facts: dict[int, FunctionFacts] = {}
@@ -264,7 +265,7 @@ class Program:
     def may_name_a_source(self, name: str) -> bool:
         """Does the project module ``name`` name a source? Read from its text alone,
         so a module that cannot carry a count is never lowered to be asked."""
-        return self._text_holds(name, self.needles)
+        return self._text_holds(name, self.source_words)
 
     def may_name_a_request(self, name: str) -> bool:
         """Does the project module ``name`` name a request count (its text alone)?"""
@@ -325,6 +326,25 @@ class Program:
                 self._imports(found, stmt)
                 for name, spec in found.imports.items():
                     module.imports.setdefault(name, spec)
+
+    def _read_local_imports(self, module: ModuleInfo) -> None:
+        """Fold the imports of every function that has its own into the module's, once: a
+        helper a function imports in its body is a name its text is walked for, as one the
+        module imports is. Only bodies whose text holds ``import`` are lowered for it."""
+        if module.local_imports_read or self.root is None:
+            return
+        module.local_imports_read = True
+        lines = self._lines(module)
+        todo = list(_all_functions(module))
+        while todo:
+            func = todo.pop()
+            if not _mentions(lines, func.node.span, {"import"}):
+                continue
+            self._local_imports(module, func)
+            todo.extend(
+                FunctionInfo(node, None, module.path)
+                for node, _ in _nested_functions(ir.body_of(func.node), None)
+            )
 
     def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:
         if not stmt.is_from:
@@ -643,7 +663,7 @@ class Program:
         funcs = [*module.functions.values()]
         for cls in module.classes.values():
             funcs.extend(cls.methods.values())
-        words = set(self.needles) | self._imported_names(module)
+        words = set(self.source_words) | self._imported_names(module)
         found: set[int] = set()
         while True:
             new = [
@@ -662,6 +682,7 @@ class Program:
         summary is not looked for there either: :meth:`_Scope.member`)."""
         if self.root is None:
             return set()
+        self._read_local_imports(module)
         return {
             local
             for local, (name, attr) in module.imports.items()
@@ -823,7 +844,7 @@ class Program:
 
     def _hits_once(self, module: ModuleInfo) -> list[Hit]:
         lines = self._lines(module)
-        words = set(self.needles) | self._imported_words(module)
+        words = set(self.source_words) | self._imported_words(module)
         funcs = list(_all_functions(module))
         flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
         done: set[int] = set()
@@ -870,7 +891,7 @@ class Program:
         helper of it that every importer takes as a block count."""
         names = set()
         for func in module.functions.values():
-            if not _mentions(self._lines(module), func.node.span, set(self.needles)):
+            if not _mentions(self._lines(module), func.node.span, set(self.source_words)):
                 continue
             summary = self.summary(func)
             if summary is not None and summary.kind in (TOKEN, MAX):
@@ -912,12 +933,13 @@ class Program:
 
     def _names_a_source(self, module: ModuleInfo) -> bool:
         text = self.texts.get(module.path, "")
-        return any(n in text for n in self.needles)
+        return any(n in text for n in self.source_words)
 
     def _imported_words(self, module: ModuleInfo) -> set[str]:
         """Names in ``module`` that bring a count from the project's other modules: imported
         helpers returning one, members that base classes of other modules set or return."""
         words: set[str] = set()
+        self._read_local_imports(module)
         for local, (name, attr) in module.imports.items():
             if not self.may_name_a_source(name):
                 continue  # neither the module nor (below) its attribute can bring one

@@ -20,14 +20,20 @@ from cgguard.static.source.findings import Finding
 
 
 def check_source(
-    text: str, path: str, *, fast: bool = True, context: RunContext | None = None
+    text: str,
+    path: str,
+    *,
+    fast: bool = True,
+    context: RunContext | None = None,
+    names_source: bool | None = None,
 ) -> list[Finding]:
     """Findings for one file's text. Raises SyntaxError/ValueError/RecursionError on bad input.
 
     ``fast`` is kept for callers of the screen this replaced: both paths are the core's now.
     ``context``: what the run has read already (a fresh one for this file alone if None).
+    ``names_source``: whether the text names a source, when the caller knows (None: ask).
     """
-    hits, source_lines = core_hits(text, path, context=context)
+    hits, source_lines = core_hits(text, path, context=context, names_source=names_source)
     if not hits or source_lines is None:
         return []
     _check_depth(text, path)
@@ -52,18 +58,25 @@ class SourceLines:
 
 
 def core_hits(
-    text: str, path: str, tree=None, context: RunContext | None = None
+    text: str,
+    path: str,
+    tree=None,
+    context: RunContext | None = None,
+    names_source: bool | None = None,
 ) -> tuple[list, SourceLines | None]:
     """The core's hits in ``path``'s own code, each once, and a reader of their sources'
     lines. ``tree``: the file's intermediate form, or what makes it, when a front end has one
     (the Fixit rule and the codemod lower libcst's module, only for a file worth it);
-    Python's parser lowers it otherwise."""
+    Python's parser lowers it otherwise. ``names_source``: whether the text names a source,
+    when the caller knows (None: ask)."""
     from cgguard.static.driver.prefilter import might_match
 
     if context is None:
         context = RunContext()
     root = context.roots.of(os.path.dirname(os.path.abspath(path))) if path else None
-    if not might_match(text) and not context.imports_a_source(text, path, root):
+    if names_source is None:
+        names_source = might_match(text)
+    if not names_source and not context.imports_a_source(text, path, root):
         return [], None  # no source here, and no module of the project it imports has one
     program = context.program(root)
     module = program.add(path, text, tree() if callable(tree) else tree)

@@ -12,7 +12,7 @@ import os
 from typing import TYPE_CHECKING
 
 from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
-from cgguard.static.driver.prefilter import has_needle
+from cgguard.static.driver.prefilter import names_a_source
 from cgguard.static.driver.projectroot import ProjectRoots
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class RunContext:
                     data = fh.read()
             except OSError:
                 data = b""
-            found = has_needle(data)
+            found = names_a_source(data)
             if not found and b"import" in data:
                 text = data.decode("utf-8", errors="replace")
                 found = self.imports_a_source(text, file, root, depth + 1)

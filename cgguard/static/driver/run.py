@@ -10,14 +10,17 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from cgguard.static.driver.fixer import fix_text
-from cgguard.static.driver.prefilter import has_needle, might_match, plain_bytes
+from cgguard.static.driver.prefilter import names_a_source, plain_bytes
 from cgguard.static.driver.projectroot import ProjectRoots
 from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
 from cgguard.static.source import sourcefile
 from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip, discover
+
+T = TypeVar("T")
 
 # Filter applied to each file's findings before they are reported or fixed
 # (configuration and suppressions plug in here).
@@ -100,9 +103,11 @@ def iter_python_files(
     return discover(paths, settings, sizes)
 
 
-def _checker(path: str, finding_filter: FindingFilter | None, context=None):
+def _checker(
+    path: str, finding_filter: FindingFilter | None, context=None, names_source: bool | None = None
+):
     def check(text: str) -> list[Finding]:
-        findings = _quiet_check(text, path, context)
+        findings = _quiet_check(text, path, context, names_source)
         if finding_filter is not None:
             findings = finding_filter(path, text, findings)
         return findings
@@ -110,27 +115,37 @@ def _checker(path: str, finding_filter: FindingFilter | None, context=None):
     return check
 
 
-def _quiet_check(text: str, path: str, context=None) -> list[Finding]:
+def _quiet_check(
+    text: str, path: str, context=None, names_source: bool | None = None
+) -> list[Finding]:
     # Imported here: a run whose files all pass the prefilter never loads the parser side.
     from cgguard.static.driver.check import check_source
     from cgguard.static.driver.prefilter import might_match
 
-    if not might_match(text) and not _may_import_a_count(text):
-        return []
+    if names_source is None:
+        names_source = might_match(text)
+        if not names_source and not _may_import_a_count(text):
+            return []
     # The parser warns about the file's content (invalid escapes, `is` with a
     # literal, ...) on stderr; that is not ours to print, one line per file is.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return check_source(text, path, context=context)
+        return check_source(text, path, context=context, names_source=names_source)
 
 
 def check_text(
-    text: str, path: str, finding_filter: FindingFilter | None = None, context=None
+    text: str,
+    path: str,
+    finding_filter: FindingFilter | None = None,
+    context=None,
+    names_source: bool | None = None,
 ) -> FileResult:
-    """``context``: what the run has read (:class:`.context.RunContext`); None: this file alone."""
+    """``context``: what the run has read (:class:`.context.RunContext`); None: this file alone.
+    ``names_source``: what the byte screen found (:func:`screen_file`): True, the text names
+    a source; False, it does not but imports something and names a block count; None: ask."""
     result = FileResult(path)
     try:
-        result.findings = _checker(path, finding_filter, context)(text)
+        result.findings = _checker(path, finding_filter, context, names_source)(text)
     except SyntaxError as exc:
         result.error = FileError(path, f"syntax error at line {exc.lineno}: {exc.msg}")
         result.checked = False
@@ -165,21 +180,26 @@ def _importer_bytes(path: str, data: bytes, roots: ProjectRoots) -> bool:
     return roots.of(os.path.dirname(os.path.abspath(path))) is not None
 
 
-def screen_file(path: str, roots: ProjectRoots | None = None) -> FileResult | str:
+def screen_file(path: str, roots: ProjectRoots | None = None) -> FileResult | tuple[str, bool]:
     """The byte screen: the file's result when its bytes settle it (most files of a
-    tree), else its decoded text, which holds a capture size and must be checked.
+    tree), else its decoded text, which must be checked, and whether it names a source
+    (False: it imports something of its project and names a block count).
     ``roots``: the run's project roots found so far."""
     try:
         data = sourcefile.read_bytes(path)
-        wanted = has_needle(data) or _importer_bytes(path, data, roots or ProjectRoots())
+        source = names_a_source(data)
+        wanted = source or _importer_bytes(path, data, roots or ProjectRoots())
         if not wanted and plain_bytes(data):
             return FileResult(path)
-        source = sourcefile.decode(data)  # decoding problems are reported for every file
+        decoded = sourcefile.decode(data)  # decoding problems are reported for every file
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
+    if wanted and not source and not data.isascii():
+        # The bytes may hold a block count's word only case-folded: the text says.
+        wanted = _may_import_a_count(decoded.text)
     if not wanted:
         return FileResult(path)  # decodes fine, but nothing a rule looks at
-    return source.text
+    return decoded.text, source
 
 
 def fix_source_text(
@@ -300,7 +320,7 @@ def _guarded_result(path: str, work: Callable[[str], FileResult]) -> FileResult:
     return found
 
 
-def _guarded(path: str, work: Callable[[str], FileResult | str]) -> FileResult | str:
+def _guarded(path: str, work: Callable[[str], FileResult | T]) -> FileResult | T:
     """Run one file's work; an unexpected exception becomes that file's error line
     (with the traceback kept for --verbose) and the run goes on."""
     try:
@@ -334,19 +354,23 @@ def check_paths(
     # Every file goes through the byte screen; what it leaves (text holding a capture
     # size) is the real work. A second process shares both only once that work pays.
 
-    def screen(item: tuple[str, FileError | None]) -> FileResult | Later[str]:
+    def screen(item: tuple[str, FileError | None]) -> FileResult | Later[tuple[str, bool]]:
         path, error = item
         if error:
             return _not_checked(path, error)
         screened = _guarded(path, lambda p: screen_file(p, context.roots))
         if isinstance(screened, FileResult):
             return screened
+        text, source = screened
         # A file without a capture size is only asked what it imports: a small part of
         # the work per character of one that Python's parser reads whole.
-        return Later(screened, len(screened) if might_match(screened) else len(screened) // 8)
+        return Later(screened, len(text) if source else len(text) // 8)
 
-    def work(item: tuple[str, FileError | None], text: str) -> FileResult:
-        return _guarded_result(item[0], lambda p: check_text(text, p, finding_filter, context))
+    def work(item: tuple[str, FileError | None], screened: tuple[str, bool]) -> FileResult:
+        text, source = screened
+        return _guarded_result(
+            item[0], lambda p: check_text(text, p, finding_filter, context, source)
+        )
 
     def before_fork() -> None:
         # The stages every file the screen leaves goes through, imported once in the parent.

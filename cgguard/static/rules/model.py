@@ -53,6 +53,9 @@ GETATTR = "getattr"
 # cannot hold a finding (the byte prefilter's needles), derived from the sources.
 NEEDLES = needles_of(CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
 assert all(any(n in name for n in NEEDLES) for name in CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES)
+# The sources' names whole: a text with a needle but none of these (a local ``batch_sizes``,
+# a ``capture_size`` argument) names no source either.
+SOURCE_NAMES = tuple(sorted(CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES))
 
 # ---- propagators --------------------------------------------------------------------
 
