@@ -37,7 +37,7 @@ from cgguard.static.core.flow import (
     Summary,
     Taint,
 )
-from cgguard.static.core.modulefiles import ModuleFiles, import_statements
+from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
 from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.pyast import physical_lines
 
@@ -330,7 +330,8 @@ class Program:
     def _read_local_imports(self, module: ModuleInfo) -> None:
         """Fold the imports of every function that has its own into the module's, once: a
         helper a function imports in its body is a name its text is walked for, as one the
-        module imports is. Only bodies whose text holds ``import`` are lowered for it."""
+        module imports is. A body is lowered for it only where its text imports from a
+        project module that names a source (no other module can lend it a count)."""
         if module.local_imports_read or self.root is None:
             return
         module.local_imports_read = True
@@ -338,13 +339,28 @@ class Program:
         todo = list(_all_functions(module))
         while todo:
             func = todo.pop()
-            if not _mentions(lines, func.node.span, {"import"}):
+            span = func.node.span
+            text = "".join(lines[span.line - 1 : span.end_line])
+            if "import" not in text or not self._imports_a_source(module, text):
                 continue
             self._local_imports(module, func)
             todo.extend(
                 FunctionInfo(node, None, module.path)
                 for node, _ in _nested_functions(ir.body_of(func.node), None)
             )
+
+    def _imports_a_source(self, module: ModuleInfo, text: str) -> bool:
+        """Does ``text`` (code of ``module``) import from a project module naming a source?"""
+        package = module.dotted or ""
+        for name, rest in import_statements(text, package, module.path.endswith("__init__.py")):
+            for imported in [name] if name is not None else import_names(rest):
+                if self.may_name_a_source(imported):
+                    return True
+                if name is not None and any(
+                    self.may_name_a_source(f"{name}.{sub}") for sub in import_names(rest)
+                ):
+                    return True  # ``from package import module``
+        return False
 
     def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:
         if not stmt.is_from:
@@ -679,16 +695,20 @@ class Program:
     def _imported_names(self, module: ModuleInfo) -> set[str]:
         """Names the module imports from project modules whose text names a source: a helper
         there may return a count. One imported from a module that names none cannot (a call's
-        summary is not looked for there either: :meth:`_Scope.member`)."""
+        summary is not looked for there either: :meth:`_Scope.member`). A name its module
+        cannot bind to a function (a class) brings one only through its static and class
+        methods: it is the word ``Name.``, and ``Name(...)`` is not a use of it."""
         if self.root is None:
             return set()
         self._read_local_imports(module)
-        return {
-            local
-            for local, (name, attr) in module.imports.items()
-            if self.may_name_a_source(name)
-            or (attr is not None and self.may_name_a_source(f"{name}.{attr}"))
-        }
+        names: set[str] = set()
+        for local, (name, attr) in module.imports.items():
+            if attr is not None and self.may_name_a_source(f"{name}.{attr}"):
+                names.add(local)  # ``from package import module``
+            elif self.may_name_a_source(name):
+                plain = attr is not None and not self.may_bind_function(name, attr)
+                names.add(f"{local}." if plain else local)
+        return names
 
     def summary(self, func: FunctionInfo) -> Summary | None:
         """What the function's return carries (a source's count), or None."""
@@ -941,6 +961,9 @@ class Program:
         words: set[str] = set()
         self._read_local_imports(module)
         for local, (name, attr) in module.imports.items():
+            held = name if attr is None else f"{name}.{attr}"
+            if attr is not None and self.module_file(held) is not None:
+                name, attr = held, None  # ``from package import module``
             if not self.may_name_a_source(name):
                 continue  # neither the module nor (below) its attribute can bring one
             if attr is None:
@@ -949,7 +972,12 @@ class Program:
                     words |= {f.name for f in target.functions.values() if self._carries(f)}
                 continue
             if not self.may_bind_function(name, attr):
-                continue  # a class, a constant: no helper to summarise
+                # A class, a constant: no helper to summarise, but a class's static and
+                # class methods may return one (``Limits.tokens(config)``).
+                klass = self.class_named(module, local)
+                if klass is not None and any(map(self._carries, klass.methods.values())):
+                    words.add(f"{local}.")
+                continue
             where = self.imported(module, local)
             if where is None or not where[1] or not self._names_a_source(where[0]):
                 continue
@@ -1018,11 +1046,14 @@ class Program:
             if not all(id(r) in sunk for r in mine):
                 continue
             if summary.path != module.path and (
-                summary.attr is not None or self._used_elsewhere(summary)
+                summary.attr is not None
+                or summary.function.cls is not None
+                or self._used_elsewhere(summary)
             ):
-                # A member a base class of another module sets: the subclass's use makes it
-                # the count (the base may be shared); an imported helper's count moves to
-                # its return only where its own module uses it for nothing else.
+                # A member a base class of another module sets, or a method of a class of
+                # another module: the use here makes it the count (the class may be shared);
+                # an imported helper's count moves to its return only where its own module
+                # uses it for nothing else.
                 continue
             moved.add(key)
             for ret in summary.returns:
@@ -1300,7 +1331,7 @@ def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> se
         if "self." not in line:
             continue
         m = _ASSIGN.search(line)
-        if m is not None and any(w in line[m.end() :] for w in words):
+        if m is not None and any(_holds_word(line[m.end() :], w) for w in words):
             found.update(_SELF_ATTR.findall(line, 0, m.start()))
     return found
 
@@ -1332,9 +1363,25 @@ def _word_char(char: str) -> bool:
 
 
 def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
-    """Does the source text at ``span`` (whole lines) hold one of ``words``?"""
+    """Does the source text at ``span`` (whole lines) hold one of ``words`` as a word?"""
     text = "".join(lines[span.line - 1 : span.end_line])
-    return any(w in text for w in words)
+    return any(_holds_word(text, w) for w in words)
+
+
+def _holds_word(text: str, word: str) -> bool:
+    """Does ``text`` hold ``word`` whole, not as part of a longer name? A name the flow
+    follows (``model``) is used as itself: ``model_config`` does not use it. A word that
+    ends in ``.`` (``Name.``) is followed by what it qualifies."""
+    at = text.find(word)
+    qualifies = not _word_char(word[-1])
+    while at != -1:
+        end = at + len(word)
+        if (at == 0 or not _word_char(text[at - 1])) and (
+            qualifies or end == len(text) or not _word_char(text[end])
+        ):
+            return True
+        at = text.find(word, at + 1)
+    return False
 
 
 def _gist(key: tuple, summary: object) -> object:
