@@ -203,6 +203,8 @@ _TOKENS = object()
 _SOURCE_LIST = object()
 _SOURCE_ELEMENT = object()
 
+# Nodes with no node inside: nothing to look into.
+_LEAVES = frozenset({ir.Name, ir.Const})
 _SKIPPED = (ir.Lambda, ir.Comprehension)
 
 
@@ -277,6 +279,8 @@ class ScopeFlow:
     # ---- expressions -----------------------------------------------------------------
 
     def taint_of(self, node: ir.Expr) -> Taint | None:
+        if type(node) is ir.Const:
+            return None  # a literal carries no count
         m = self.model
         if m.is_source(node):
             return Taint(TOKEN, node)
@@ -1164,7 +1168,7 @@ class ScopeFlow:
         stack: list[object] = [node]
         while stack:
             cur = stack.pop()
-            if isinstance(cur, _SKIPPED):
+            if type(cur) in _LEAVES or isinstance(cur, _SKIPPED):
                 continue
             if isinstance(cur, ir.NamedExpr):
                 self.expr(cur.value)

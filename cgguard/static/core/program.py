@@ -335,6 +335,8 @@ class Program:
         if module.local_imports_read or self.root is None:
             return
         module.local_imports_read = True
+        if not self._imports_a_source(module, self.texts.get(module.path, "")):
+            return  # no import of the module's, in a function or not, can lend a count
         lines = self._lines(module)
         todo = list(_all_functions(module))
         while todo:
@@ -888,7 +890,9 @@ class Program:
                     words.add(func.name)
                 words.update(st.attr for st in flow.stored if st.attr)
         for scope, cls in _class_and_module_scopes(module):
-            if not any(_mentions(lines, st.span, words) for st in scope):
+            # The scope's own statements: its functions and classes are scopes of their own.
+            stmts = tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef))
+            if not any(_mentions(lines, st.span, words) for st in stmts):
                 continue
             flow = ScopeFlow(
                 self.model,
@@ -897,7 +901,7 @@ class Program:
                 _Scope(self, module, self._class_info(module, cls)),
                 function=False,
             )
-            flow.run(tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)))
+            flow.run(stmts)
             flows.append((flow, None))
         return self._place(module, flows)
 
@@ -1331,7 +1335,8 @@ def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> se
         if "self." not in line:
             continue
         m = _ASSIGN.search(line)
-        if m is not None and any(_holds_word(line[m.end() :], w) for w in words):
+        right = "" if m is None else line[m.end() :]
+        if m is not None and any(w in right and _holds_word(right, w) for w in words):
             found.update(_SELF_ATTR.findall(line, 0, m.start()))
     return found
 
@@ -1365,7 +1370,7 @@ def _word_char(char: str) -> bool:
 def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
     """Does the source text at ``span`` (whole lines) hold one of ``words`` as a word?"""
     text = "".join(lines[span.line - 1 : span.end_line])
-    return any(_holds_word(text, w) for w in words)
+    return any(w in text and _holds_word(text, w) for w in words)
 
 
 def _holds_word(text: str, word: str) -> bool:

@@ -63,7 +63,7 @@ def parse(text: str, path: str = "<string>", *, lazy: bool = False) -> ir.Module
 
 def lower(tree: ast.Module, text: str, *, lazy: bool = False) -> ir.Module:
     lines = physical_lines(text)
-    body = _Lowering(lines, lazy).block(tree.body)
+    body = _Lowering(lines, lazy, text.isascii()).block(tree.body)
     last = len(lines) or 1
     end_col = len(lines[-1].rstrip("\r\n")) if lines else 0
     return ir.Module(body, ir.Span(1, 0, last, end_col))
@@ -84,9 +84,12 @@ _ODD_BREAKS = "\f\v\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 class _Lowering:
-    def __init__(self, lines: list[str], lazy: bool = False):
+    def __init__(self, lines: list[str], lazy: bool = False, ascii_only: bool = False):
         self.lines = lines
         self.lazy = lazy
+        # Python's offsets count UTF-8 bytes, the form's count characters: the same in a
+        # text that is ASCII throughout (most files), where no line need be looked at.
+        self.ascii_only = ascii_only
         self.expr_of: dict[type, Callable[[Any], ir.Expr]] = {
             ast.Name: self.name,
             ast.Constant: self.constant,
@@ -122,6 +125,8 @@ class _Lowering:
     def span(self, node: Any) -> ir.Span:
         line, end_line = node.lineno, node.end_lineno
         col, end_col = node.col_offset, node.end_col_offset
+        if self.ascii_only:
+            return ir.Span(line, col, end_line, end_col)
         text = self.lines[line - 1]
         if not text.isascii():
             col = len(text.encode("utf-8")[:col].decode("utf-8", errors="replace"))
