@@ -977,9 +977,9 @@ class Program:
                 continue
             if not self.may_bind_function(name, attr):
                 # A class, a constant: no helper to summarise, but a class's static and
-                # class methods may return one (``Limits.tokens(config)``).
-                klass = self.class_named(module, local)
-                if klass is not None and any(map(self._carries, klass.methods.values())):
+                # class methods may return one (``Limits.tokens(config)``): those the
+                # module's text calls through it are asked.
+                if self._class_method_carries(module, local):
                     words.add(f"{local}.")
                 continue
             where = self.imported(module, local)
@@ -1000,6 +1000,16 @@ class Program:
                     if flow.returns:
                         words.add(func.name)
         return words
+
+    def _class_method_carries(self, module: ModuleInfo, local: str) -> bool:
+        """Does a method the text of ``module`` calls through the name ``local`` (an imported
+        class: ``local.name(...)``) return a count? Its module is read only for such a call."""
+        called = _called_through(self.texts.get(module.path, ""), local)
+        klass = self.class_named(module, local) if called else None
+        if klass is None:
+            return False
+        methods = (self.method(klass, name) for name in sorted(called))
+        return any(m is not None and self._carries(m) for m in methods)
 
     def _carries(self, func: FunctionInfo) -> bool:
         summary = self.summary(func)
@@ -1361,6 +1371,24 @@ def _may_bind(text: str, name: str, def_only: bool = False) -> bool:
                 return True
         at = text.find(name, end)
     return False
+
+
+_CALLED = re.compile(r"(\w+)\s*\(")
+
+
+def _called_through(text: str, name: str) -> set[str]:
+    """The names ``text`` calls as ``name.<attr>(...)``."""
+    found: set[str] = set()
+    needle = name + "."
+    at = text.find(needle)
+    while at != -1:
+        end = at + len(needle)
+        if at == 0 or not (_word_char(text[at - 1]) or text[at - 1] == "."):
+            m = _CALLED.match(text, end)
+            if m is not None:
+                found.add(m.group(1))
+        at = text.find(needle, end)
+    return found
 
 
 def _word_char(char: str) -> bool:
