@@ -358,10 +358,12 @@ class Program:
             for imported in [name] if name is not None else import_names(rest):
                 if self.may_name_a_source(imported):
                     return True
-                if name is not None and any(
-                    self.may_name_a_source(f"{name}.{sub}") for sub in import_names(rest)
-                ):
-                    return True  # ``from package import module``
+            package_file = None if name is None else self.module_file(name)
+            is_package = package_file is not None and package_file.endswith("__init__.py")
+            if is_package and any(
+                self.may_name_a_source(f"{name}.{sub}") for sub in import_names(rest)
+            ):
+                return True  # ``from package import module``
         return False
 
     def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:

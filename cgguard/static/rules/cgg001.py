@@ -8,8 +8,6 @@ is in scope.
 
 from __future__ import annotations
 
-import re
-
 from cgguard.static.core import ir
 from cgguard.static.core.flow import TOKEN, Hit
 from cgguard.static.source.findings import SAFE, UNSAFE
@@ -45,14 +43,51 @@ def unsafe_reasons(hit: Hit, text: str, none_tested: frozenset[str] | None = Non
     return reasons
 
 
-# ``<...>.name is None`` / ``is not None``: the name the file tests.
-_NONE_TEST = re.compile(r"\b(\w+)\s+is\s+(?:not\s+)?None\b")
-
-
 def names_tested_for_none(text: str) -> frozenset[str]:
-    """The names the file tests with ``is None`` / ``is not None`` anywhere (one pass over
-    the text, asked once per file however many findings it holds)."""
-    return frozenset(_NONE_TEST.findall(text))
+    """The names the file tests with ``<...>.name is None`` / ``is not None`` anywhere
+    (asked once per file however many findings it holds). Read back from each ``None`` of
+    the text: a pattern tried at every position of a large file costs far more."""
+    found: set[str] = set()
+    at = text.find("None")
+    while at != -1:
+        end = at + 4
+        if end == len(text) or not _word(text[end]):
+            name = _tested_before(text, at)
+            if name:
+                found.add(name)
+        at = text.find("None", end)
+    return frozenset(found)
+
+
+def _tested_before(text: str, at: int) -> str | None:
+    """The name in ``<name> is [not] `` just before ``at``, or None."""
+    i = _blanks_back(text, at)
+    if i == at:
+        return None
+    if text[:i].endswith("not") and (i == 3 or not _word(text[i - 4])):
+        j = _blanks_back(text, i - 3)
+        if j < i - 3 and text[:j].endswith("is"):
+            i = j  # ``is not None``
+    if not text[:i].endswith("is"):
+        return None
+    i -= 2
+    j = _blanks_back(text, i)
+    if j == i:
+        return None  # ``xis None``
+    start = j
+    while start > 0 and _word(text[start - 1]):
+        start -= 1
+    return text[start:j] or None
+
+
+def _blanks_back(text: str, at: int) -> int:
+    while at > 0 and text[at - 1].isspace():
+        at -= 1
+    return at
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _none_default(source: ir.Call, none_tested: frozenset[str]) -> bool:
