@@ -29,6 +29,11 @@ TEXTS = [
     "None",
     "",
     "a is None and b is not None or c == None",
+    " None",
+    "s None",
+    "not None",
+    " not None",
+    "is not None",
 ]
 
 

@@ -64,11 +64,11 @@ def _tested_before(text: str, at: int) -> str | None:
     i = _blanks_back(text, at)
     if i == at:
         return None
-    if text[:i].endswith("not") and (i == 3 or not _word(text[i - 4])):
+    if i >= 3 and text.startswith("not", i - 3) and (i == 3 or not _word(text[i - 4])):
         j = _blanks_back(text, i - 3)
-        if j < i - 3 and text[:j].endswith("is"):
+        if 2 <= j < i - 3 and text.startswith("is", j - 2):
             i = j  # ``is not None``
-    if not text[:i].endswith("is"):
+    if i < 2 or not text.startswith("is", i - 2):
         return None
     i -= 2
     j = _blanks_back(text, i)
