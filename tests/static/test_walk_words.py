@@ -31,3 +31,35 @@ def test_the_methods_a_text_calls_through_a_name():
     )
     assert _called_through(text, "GraphLimits") == {"tokens", "for_config"}
     assert _called_through("x = 1\n", "GraphLimits") == set()
+
+
+def test_a_module_imported_in_a_function_from_a_namespace_package_is_followed(tmp_path):
+    # ``plugin/`` has no ``__init__.py``: ``from plugin import sizes`` still imports a module of
+    # the project, and the helper it lends is followed from inside the method. (The runner
+    # names a source itself: one that names none is asked what it imports by the driver,
+    # which reads only packages with an ``__init__.py``.)
+    from tests.conftest import run_cgguard
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "plugin").mkdir()
+    (tmp_path / "plugin" / "sizes.py").write_text(
+        "def graph_tokens(compilation_config):\n"
+        "    return compilation_config.max_cudagraph_capture_size\n"
+    )
+    (tmp_path / "plugin" / "runner.py").write_text(
+        "class Runner:\n"
+        "    def graph_sizes(self):\n"
+        "        return sorted(self.compilation_config.cudagraph_capture_sizes)\n"
+        "\n"
+        "    def buffers(self):\n"
+        "        from plugin import sizes\n"
+        "        self.ids = torch.zeros(sizes.graph_tokens(self.compilation_config))\n"
+        "\n"
+        "    def profile(self):\n"
+        "        from plugin import sizes\n"
+        "        min_blocks = sizes.graph_tokens(self.compilation_config) or 1\n"
+        "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
+    )
+    result = run_cgguard("check", "--isolated", "plugin/runner.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "plugin/runner.py:11:22: CGG001 " in result.stdout, result.stdout

@@ -358,13 +358,17 @@ class Program:
             for imported in [name] if name is not None else import_names(rest):
                 if self.may_name_a_source(imported):
                     return True
-            package_file = None if name is None else self.module_file(name)
-            is_package = package_file is not None and package_file.endswith("__init__.py")
-            if is_package and any(
-                self.may_name_a_source(f"{name}.{sub}") for sub in import_names(rest)
-            ):
-                return True  # ``from package import module``
+            if name is not None:
+                for sub in map(partial(self._submodule, name), import_names(rest)):
+                    if sub is not None and self.may_name_a_source(sub):
+                        return True
         return False
+
+    def _submodule(self, name: str, attr: str | None) -> str | None:
+        """``name.attr`` where ``from name import attr`` imports a module of the project (a
+        package's, or a namespace package's), else None."""
+        held = None if attr is None else f"{name}.{attr}"
+        return held if held is not None and self.module_file(held) is not None else None
 
     def _imports(self, info: ModuleInfo, stmt: ir.Import) -> None:
         if not stmt.is_from:
@@ -707,7 +711,8 @@ class Program:
         self._read_local_imports(module)
         names: set[str] = set()
         for local, (name, attr) in module.imports.items():
-            if attr is not None and self.may_name_a_source(f"{name}.{attr}"):
+            sub = self._submodule(name, attr)
+            if sub is not None and self.may_name_a_source(sub):
                 names.add(local)  # ``from package import module``
             elif self.may_name_a_source(name):
                 plain = attr is not None and not self.may_bind_function(name, attr)
@@ -967,9 +972,9 @@ class Program:
         words: set[str] = set()
         self._read_local_imports(module)
         for local, (name, attr) in module.imports.items():
-            held = name if attr is None else f"{name}.{attr}"
-            if attr is not None and self.module_file(held) is not None:
-                name, attr = held, None  # ``from package import module``
+            sub = self._submodule(name, attr)
+            if sub is not None:
+                name, attr = sub, None  # ``from package import module``
             if not self.may_name_a_source(name):
                 continue  # neither the module nor (below) its attribute can bring one
             if attr is None:

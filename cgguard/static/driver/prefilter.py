@@ -36,8 +36,3 @@ def might_match(text: str) -> bool:
     """Cheap test on decoded text: can it contain anything a rule looks at (a source's
     name)?"""
     return any(n in text for n in TEXT_NEEDLES) and any(n in text for n in SOURCE_NAMES)
-
-
-def names_a_source_text(text: str) -> bool:
-    """:func:`might_match` for a text whose bytes hold a needle already."""
-    return any(n in text for n in SOURCE_NAMES)
