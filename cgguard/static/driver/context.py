@@ -61,12 +61,12 @@ class RunContext:
                 if name.split(".", 1)[0] not in tops:
                     continue  # the standard library, a dependency: no module of the project
                 file = paths.module_file(name)
-                if file is None:
-                    continue
-                if self._leads_to_a_source(file, root, depth):
+                if file is not None and self._leads_to_a_source(file, root, depth):
                     return True
-                if module is not None and file.endswith("__init__.py"):
-                    for sub_name in import_names(rest):  # ``from package import module``
+                # ``from package import module``: a package's, or a namespace package's
+                # (a folder without ``__init__.py``, which has no file of its own).
+                if module is not None and (file is None or file.endswith("__init__.py")):
+                    for sub_name in import_names(rest):
                         if not sub_name.isidentifier():
                             continue
                         sub = paths.module_file(f"{module}.{sub_name}")
