@@ -123,6 +123,11 @@ def _last_name(node: object) -> str | None:
     return None
 
 
+def is_name_char(char: str) -> bool:
+    """Can ``char`` stand inside a Python name (so a word that touches it is part of a longer one)?"""
+    return char.isalnum() or char == "_"
+
+
 def last_name(node: object) -> str | None:
     """``a.b.c`` -> ``c``; ``c`` -> ``c``; anything else -> None."""
     return _last_name(node)

@@ -38,7 +38,7 @@ from cgguard.static.core.flow import (
     Taint,
 )
 from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
-from cgguard.static.core.patterns import Model, dotted, last_name
+from cgguard.static.core.patterns import Model, dotted, is_name_char, last_name
 from cgguard.static.core.pyast import physical_lines
 
 MAX_ROUNDS = 4
@@ -1368,8 +1368,8 @@ def _may_bind(text: str, name: str, def_only: bool = False) -> bool:
     at = text.find(name)
     while at != -1:
         end = at + len(name)
-        if (at == 0 or not _word_char(text[at - 1])) and (
-            end == len(text) or not _word_char(text[end])
+        if (at == 0 or not is_name_char(text[at - 1])) and (
+            end == len(text) or not is_name_char(text[end])
         ):
             if _AFTER_DEF.search(text[max(0, at - 64) : at].rstrip(" \t")):
                 return True
@@ -1390,16 +1390,12 @@ def _called_through(text: str, name: str) -> set[str]:
     at = text.find(needle)
     while at != -1:
         end = at + len(needle)
-        if at == 0 or not (_word_char(text[at - 1]) or text[at - 1] == "."):
+        if at == 0 or not (is_name_char(text[at - 1]) or text[at - 1] == "."):
             m = _CALLED.match(text, end)
             if m is not None:
                 found.add(m.group(1))
         at = text.find(needle, end)
     return found
-
-
-def _word_char(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 def _mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
@@ -1413,11 +1409,11 @@ def _holds_word(text: str, word: str) -> bool:
     follows (``model``) is used as itself: ``model_config`` does not use it. A word that
     ends in ``.`` (``Name.``) is followed by what it qualifies."""
     at = text.find(word)
-    qualifies = not _word_char(word[-1])
+    qualifies = not is_name_char(word[-1])
     while at != -1:
         end = at + len(word)
-        if (at == 0 or not _word_char(text[at - 1])) and (
-            qualifies or end == len(text) or not _word_char(text[end])
+        if (at == 0 or not is_name_char(text[at - 1])) and (
+            qualifies or end == len(text) or not is_name_char(text[end])
         ):
             return True
         at = text.find(word, at + 1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from cgguard.static.core import ir
 from cgguard.static.core.flow import TOKEN, Hit
+from cgguard.static.core.patterns import is_name_char
 from cgguard.static.source.findings import SAFE, UNSAFE
 
 CODE = "CGG001"
@@ -51,7 +52,7 @@ def names_tested_for_none(text: str) -> frozenset[str]:
     at = text.find("None")
     while at != -1:
         end = at + 4
-        if end == len(text) or not _word(text[end]):
+        if end == len(text) or not is_name_char(text[end]):
             name = _tested_before(text, at)
             if name:
                 found.add(name)
@@ -64,7 +65,7 @@ def _tested_before(text: str, at: int) -> str | None:
     i = _blanks_back(text, at)
     if i == at:
         return None
-    if i >= 3 and text.startswith("not", i - 3) and (i == 3 or not _word(text[i - 4])):
+    if i >= 3 and text.startswith("not", i - 3) and (i == 3 or not is_name_char(text[i - 4])):
         j = _blanks_back(text, i - 3)
         if 2 <= j < i - 3 and text.startswith("is", j - 2):
             i = j  # ``is not None``
@@ -75,7 +76,7 @@ def _tested_before(text: str, at: int) -> str | None:
     if j == i:
         return None  # ``xis None``
     start = j
-    while start > 0 and _word(text[start - 1]):
+    while start > 0 and is_name_char(text[start - 1]):
         start -= 1
     return text[start:j] or None
 
@@ -84,10 +85,6 @@ def _blanks_back(text: str, at: int) -> int:
     while at > 0 and text[at - 1].isspace():
         at -= 1
     return at
-
-
-def _word(char: str) -> bool:
-    return char.isalnum() or char == "_"
 
 
 def _none_default(source: ir.Call, none_tested: frozenset[str]) -> bool:
