@@ -63,7 +63,9 @@ RULE_CASES = HERE.parent / "rules"
 RULES = HERE / "rules"
 DEFAULT_WORK = HERE / ".work"
 # fixit-cgguard and codemod: cgguard's own rule through Fixit and libcst's codemod CLI
-# (cgguard.ecosystem), run with this interpreter, which has cgguard and Fixit.
+# (cgguard.ecosystem). The codemod runs with this interpreter (cgguard and libcst); Fixit
+# is not in .venv (its click pin conflicts with vLLM's), so fixit-cgguard runs with the
+# tools' environment's Fixit and this checkout's cgguard on PYTHONPATH.
 ALL_TOOLS = ("cgguard", "semgrep", "fixit", "grep", "fixit-cgguard", "codemod")
 # Where the runner lives inside a vLLM package.
 DEFAULT_RUNNER = "v1/worker/gpu_model_runner.py"
@@ -365,14 +367,28 @@ def ensure_tools(work: Path, tools: set[str]) -> None:
     """Install semgrep and/or Fixit into their own venv; nothing when already there."""
     venv = tools_venv(work)
     wanted = {"semgrep": SEMGREP_SPEC, "fixit": FIXIT_SPEC}
-    missing = [spec for t, spec in wanted.items() if t in tools and not (venv / "bin" / t).exists()]
-    if not missing:
-        return
-    if not (venv / "bin" / "python").exists():
-        _log(f"creating {venv}")
-        _run_setup([sys.executable, "-m", "venv", str(venv)])
-    _log(f"installing {' '.join(missing)} into {venv} (a few minutes the first time)")
-    _run_setup([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *missing])
+    needed = {"fixit" if t == "fixit-cgguard" else t for t in tools}
+    missing = [spec for t, spec in wanted.items() if t in needed and not (venv / "bin" / t).exists()]
+    if missing:
+        if not (venv / "bin" / "python").exists():
+            _log(f"creating {venv}")
+            _run_setup([sys.executable, "-m", "venv", str(venv)])
+        _log(f"installing {' '.join(missing)} into {venv} (a few minutes the first time)")
+        _run_setup([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *missing])
+    if "fixit-cgguard" in tools:
+        # A missing module exits 1, as Fixit does with findings: ask before timing it.
+        python = venv / "bin" / "python"
+        proc = subprocess.run([str(python), "-c", "import fixit, cgguard.ecosystem.fixit"],
+                              capture_output=True, text=True, env=checkout_environment())
+        if proc.returncode != 0:
+            said = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            raise BenchError(f"{python} cannot run cgguard's rule through Fixit ({said}); "
+                             f"remove {venv} to have it installed again")
+
+
+def checkout_environment() -> dict[str, str]:
+    """The environment that makes this checkout's cgguard importable from another venv."""
+    return dict(os.environ, PYTHONPATH=str(HERE.parent))
 
 
 def _run_setup(cmd: list[str]) -> None:
@@ -704,8 +720,8 @@ def build_rows(
                         count_fixit, files_fixit, env=fixit_env))
     if "fixit-cgguard" in tools:
         rows.append(Row("fc_runner", "Fixit with cgguard's rule (cgguard.ecosystem.fixit), runner file", "runner",
-                        [sys.executable, "-m", "fixit", "--rules", "cgguard.ecosystem.fixit", "lint", str(c.runner)],
-                        count_fixit_cgguard, files_fixit))
+                        [str(venv_bin / "python"), "-m", "fixit", "--rules", "cgguard.ecosystem.fixit", "lint",
+                         str(c.runner)], count_fixit_cgguard, files_fixit, env=checkout_environment()))
     if "codemod" in tools:
         cm_dir = work / "codemod"
         cm_target = cm_dir / c.runner.name

@@ -305,3 +305,25 @@ def test_the_large_silent_module_is_generated_to_size_and_names_what_screens_loo
     assert "max_cudagraph_capture_size" in text and "num_blocks" in text
     assert "return max(capture_size or 0," in text  # a max() token capacity
     assert "torch.zeros(capture_size + 1," in text  # token buffers sized by the capture size
+
+
+def test_fixit_with_cgguards_rule_that_cannot_import_is_one_clear_error(
+    small_corpus: Path, tmp_path: Path
+) -> None:
+    # The tools' environment exists and lists a fixit command, but its Python cannot
+    # import Fixit: `python -m fixit` would exit 1, as Fixit does with findings, and the
+    # row would time an import error as a clean run. The script refuses before timing.
+    work = tmp_path / "work"
+    venv = work / "venv-tools"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (venv / "bin" / "fixit").write_text("#!/bin/sh\nexit 0\n")
+    proc = _run("--quick", "--no-busy", "--tools", "cgguard,fixit-cgguard", "--corpus", str(small_corpus),
+                "--work", str(work))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (
+        f"benchmarks/run.py: error: {venv / 'bin' / 'python'} cannot run cgguard's rule through Fixit "
+        f"(ModuleNotFoundError: No module named 'fixit'); remove {venv} to have it installed again"
+    ), last
+    assert "Traceback" not in proc.stderr
+    assert "| Fixit with cgguard's rule" not in proc.stdout
