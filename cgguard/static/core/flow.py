@@ -181,6 +181,10 @@ class Resolver(Protocol):
     ) -> list[tuple[ir.Expr, str]]:
         """Arguments of ``call`` (those ``tainted``) that the callee hands to a sink."""
 
+    def define(self, name: str, func: ir.FunctionDef | None) -> None:
+        """From here on the scope's ``name`` calls ``func``, a function defined in it (a
+        nested ``def``, a lambda as the function returning its body); None: no longer."""
+
 
 class NoResolver:
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
@@ -196,6 +200,9 @@ class NoResolver:
         self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> list[tuple[ir.Expr, str]]:
         return []
+
+    def define(self, name: str, func: ir.FunctionDef | None) -> None:
+        return None
 
 
 _REQUEST = object()
@@ -827,12 +834,20 @@ class ScopeFlow:
         return self.snapshot()
 
     def stmt(self, node: ir.Stmt) -> None:
-        if isinstance(node, ir.FunctionDef | ir.ClassDef):
+        if isinstance(node, ir.FunctionDef):
+            # A helper defined in the scope (a closure doing the override for its caller):
+            # its calls below are resolved to it, as a module's functions are.
+            self.resolver.define(node.name, node)
+            return
+        if isinstance(node, ir.ClassDef):
+            self.resolver.define(node.name, None)
             return
         self.current_stmt = node
         if isinstance(node, ir.Assign):
             self.expr(node.value)
             for target in node.targets:
+                if isinstance(target, ir.Name):
+                    self.resolver.define(target.id, _lambda_function(target.id, node.value))
                 if self.assign_call(target, node.value):
                     continue
                 for name, value in unpack_pairs(target, node.value):
@@ -1236,6 +1251,14 @@ class ScopeFlow:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def _lambda_function(name: str, value: ir.Expr) -> ir.FunctionDef | None:
+    """``name = lambda ...: body`` as the function it is: one that returns ``body``."""
+    if not isinstance(value, ir.Lambda):
+        return None
+    body = (ir.Return(value.body, value.body.span),)
+    return ir.FunctionDef(name, value.params, body, (), None, False, value.span)
 
 
 def _local_place(target: ir.Expr) -> bool:

@@ -7,7 +7,8 @@ parameters reach its return, a sink, or an attribute of ``self``. Per class it k
 attributes set in any method of it or of its bases, with bases resolved through imports and
 aliases across the project's modules. Calls resolve to module functions, methods through the
 class hierarchy (``self.m()``, ``cls.m()``, ``super().m()``, ``Klass.m()``), static and class
-methods, ``functools.partial`` of a helper, and functions imported from the project.
+methods, ``functools.partial`` of a helper, functions imported from the project, and the
+functions (nested ``def``, named lambdas) a scope defines for itself.
 
 A summary asked for while it is being computed (recursion) reads a guess: empty at first, the
 last round's result after. Where a read's guess differs from the summary's final value, the
@@ -912,6 +913,14 @@ class Program:
             flows.append((flow, None))
         return self._place(module, flows)
 
+    @staticmethod
+    def _module_level(module: ModuleInfo, func: FunctionInfo) -> bool:
+        """Is ``func`` a function or method of ``module`` (not one defined inside one)?"""
+        if func.cls is not None:
+            return True
+        found = module.functions.get(func.name)
+        return found is not None and found.node is func.node
+
     def lines_at(self, path: str) -> list[str]:
         """The physical lines of a module the run has read."""
         module = self.module_at(path)
@@ -1066,6 +1075,10 @@ class Program:
             mine = [r for r in refs if _spelled(r) in spellings[key]]
             if not all(id(r) in sunk for r in mine):
                 continue
+            if summary.path == module.path and not self._module_level(module, summary.function):
+                # A helper defined inside a function (a closure, a lambda): the call, in the
+                # scope that holds the request count, makes it the count.
+                continue
             if summary.path != module.path and (
                 summary.attr is not None
                 or summary.function.cls is not None
@@ -1135,8 +1148,18 @@ class _Scope:
 
     def __init__(self, program: Program, module: ModuleInfo, cls: ClassInfo | None):
         self.program, self.module, self.cls = program, module, cls
+        # Functions the scope's own statements define, by the name that calls them.
+        self.defined: dict[str, FunctionInfo] = {}
+
+    def define(self, name: str, func: ir.FunctionDef | None) -> None:
+        if func is None:
+            self.defined.pop(name, None)
+        else:
+            self.defined[name] = FunctionInfo(func, None, self.module.path)
 
     def _callee(self, call: ir.Call) -> FunctionInfo | None:
+        if isinstance(call.func, ir.Name) and call.func.id in self.defined:
+            return self.defined[call.func.id]
         return self.program.callee(self.module, self.cls, call.func)
 
     def _may_return(self, call: ir.Call, holds: Callable[[str], bool]) -> bool:
