@@ -185,6 +185,12 @@ class Resolver(Protocol):
         """From here on the scope's ``name`` calls ``func``, a function defined in it (a
         nested ``def``, a lambda as the function returning its body); None: no longer."""
 
+    def dict_entries(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        """(sink key, argument) for each argument of ``call`` (those ``tainted``) that the
+        callee returns in a dict under a sink key: the dict is a sink once splatted."""
+
 
 class NoResolver:
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
@@ -203,6 +209,11 @@ class NoResolver:
 
     def define(self, name: str, func: ir.FunctionDef | None) -> None:
         return None
+
+    def dict_entries(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        return []
 
 
 _REQUEST = object()
@@ -263,6 +274,9 @@ class ScopeFlow:
         self.sunk_calls: set[int] = set()  # ids of member calls/reads that became a count
         self.other_uses: set[int] = set()  # ids of member calls/reads used otherwise too
         self.sunk_params: list[tuple[str, str]] = []  # (seeded parameter, sink) when summarising
+        # (seeded parameter, key) when summarising: the return is a dict holding the
+        # parameter's count under a sink key (``replace(cfg, **helper(n))``)
+        self.returned_keys: list[tuple[str, str]] = []
         self._sunk: dict[int, Taint] = {}
         self._pending: dict[int, Taint] = {}
         self._emitted: set[int] = set()
@@ -975,6 +989,11 @@ class ScopeFlow:
             return
         self._returned.add(id(node))
         self.escapes(value)
+        if self.summarising:
+            for key, element in self._dict_sinks(value):
+                taint = self.taint_of(element)
+                if taint is not None and taint.source in self._seed_sources:
+                    self.returned_keys.append((self._seed_sources[taint.source], key))
         if isinstance(value, ir.Seq) and value.kind == "tuple":
             for i, element in enumerate(value.elts):
                 if isinstance(element, ir.Starred):
@@ -1145,6 +1164,15 @@ class ScopeFlow:
             for a in value.args:
                 if a.keyword is not None and self.model.keyword_sink(a.keyword):
                     out.append((a.keyword, a.value))
+        elif isinstance(value, ir.Call):
+            # A helper that builds the dict from what it is handed: the entries are the
+            # arguments it puts under a sink key.
+            if any(self._tainted(a.value) for a in value.args):
+                out.extend(self.resolver.dict_entries(value, self._tainted))
+        elif isinstance(value, ir.Name | ir.Attribute) and self.summarising:
+            held = self.env.get(dotted(value) or "")
+            if isinstance(held, SplatDict):
+                out.extend((n, v) for n, v, _ in held.entries)
         return out
 
     def _store_item(self, target: ir.Subscript, value: ir.Expr) -> None:

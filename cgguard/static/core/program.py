@@ -846,6 +846,19 @@ class Program:
                 break
         return out
 
+    def dict_entries(
+        self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        """(sink key, argument) for each argument ``func`` returns in a dict under a sink key."""
+        out = []
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is None or not tainted(arg):
+                continue
+            flow = self.param_flow(func, param)
+            out += [(key, arg) for _, key in ([] if flow is None else flow.returned_keys)]
+        return out
+
     # ---- a module's hits --------------------------------------------------------------
 
     def hits(self, module: ModuleInfo) -> list[Hit]:
@@ -1212,6 +1225,12 @@ class _Scope:
     ) -> list[tuple[ir.Expr, str]]:
         func = self._callee(call)
         return [] if func is None else self.program.sinking(func, call, tainted)
+
+    def dict_entries(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        func = self._callee(call)
+        return [] if func is None else self.program.dict_entries(func, call, tainted)
 
 
 # ---- module structure -----------------------------------------------------------------
