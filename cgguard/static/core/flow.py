@@ -340,6 +340,10 @@ class ScopeFlow:
         if isinstance(node, ir.NamedExpr):
             return self.taint_of(node.value)
         if isinstance(node, ir.Call):
+            read = _getattr_read(node)
+            if read is not None:  # ``getattr(self, "name")`` reads ``self.name``
+                default = node.args[2].value if len(node.args) == 3 else None
+                return self.taint_of(read) or (None if default is None else self.taint_of(default))
             summary = self.resolver.member(node)
             if summary is not None:
                 if summary.index is not None:
@@ -1139,11 +1143,28 @@ class ScopeFlow:
             self.env.pop(key, None)
         else:
             self.env[key] = result
+        if isinstance(target, ir.Name) and self.function:
+            self._entries(key, value)
         if isinstance(target, ir.Name):
             if isinstance(value, ir.Name | ir.Attribute | ir.Call | ir.Comprehension):
                 self.aliases[target.id] = value
             else:
                 self.aliases.pop(target.id, None)
+
+    def _entries(self, key: str, value: ir.Expr) -> None:
+        """A local assigned anew holds no entries but those of a dict display assigned to it
+        (``{"tokens": <count>}``: read back as ``local["tokens"]``, as entries stored one by
+        one are)."""
+        prefix = f"{key}["
+        for held in [k for k in self.env if k.startswith(prefix)]:
+            del self.env[held]
+        if not isinstance(value, ir.Dict):
+            return
+        for k, v in zip(value.keys, value.values, strict=True):
+            if isinstance(k, ir.Const) and isinstance(k.value, str):
+                taint = self.taint_of(v)
+                if taint is not None:
+                    self.env[f"{key}[{k.value!r}]"] = taint
 
     # ---- dicts splatted into calls -----------------------------------------------------
 
@@ -1279,6 +1300,21 @@ class ScopeFlow:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def _getattr_read(node: ir.Call) -> ir.Attribute | None:
+    """``getattr(x, "name"[, default])`` as the read ``x.name`` it is."""
+    args = node.args
+    if not _is_name(node.func, "getattr") or len(args) not in (2, 3):
+        return None
+    if any(a.keyword is not None or a.star for a in args):
+        return None
+    name = args[1].value
+    if not (
+        isinstance(name, ir.Const) and isinstance(name.value, str) and name.value.isidentifier()
+    ):
+        return None
+    return ir.Attribute(args[0].value, name.value, node.span)
 
 
 def _lambda_function(name: str, value: ir.Expr) -> ir.FunctionDef | None:
