@@ -191,6 +191,10 @@ class Resolver(Protocol):
         """(sink key, argument) for each argument of ``call`` (those ``tainted``) that the
         callee returns in a dict under a sink key: the dict is a sink once splatted."""
 
+    def fields(self, call: ir.Call) -> tuple[str, ...] | None:
+        """The fields, in order, of the object ``call`` builds where it builds one whose
+        arguments are its fields (a dataclass or a named tuple of the program); else None."""
+
 
 class NoResolver:
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
@@ -214,6 +218,9 @@ class NoResolver:
         self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> list[tuple[str, ir.Expr]]:
         return []
+
+    def fields(self, call: ir.Call) -> tuple[str, ...] | None:
+        return None
 
 
 _REQUEST = object()
@@ -1152,19 +1159,32 @@ class ScopeFlow:
                 self.aliases.pop(target.id, None)
 
     def _entries(self, key: str, value: ir.Expr) -> None:
-        """A local assigned anew holds no entries but those of a dict display assigned to it
-        (``{"tokens": <count>}``: read back as ``local["tokens"]``, as entries stored one by
-        one are)."""
-        prefix = f"{key}["
-        for held in [k for k in self.env if k.startswith(prefix)]:
+        """A local assigned anew holds no entries or fields but those of what is assigned:
+        a dict display's entries (``{"tokens": <count>}``: read back as ``local["tokens"]``,
+        as entries stored one by one are), the fields of an object built from its fields
+        (``Plan(<count>, ...)`` or ``Plan(tokens=<count>)``: read back as ``local.tokens``)."""
+        entry, field = f"{key}[", f"{key}."
+        for held in [k for k in self.env if k.startswith(entry) or k.startswith(field)]:
             del self.env[held]
-        if not isinstance(value, ir.Dict):
-            return
-        for k, v in zip(value.keys, value.values, strict=True):
-            if isinstance(k, ir.Const) and isinstance(k.value, str):
-                taint = self.taint_of(v)
+        if isinstance(value, ir.Dict):
+            for k, v in zip(value.keys, value.values, strict=True):
+                if isinstance(k, ir.Const) and isinstance(k.value, str):
+                    taint = self.taint_of(v)
+                    if taint is not None:
+                        self.env[f"{key}[{k.value!r}]"] = taint
+        elif isinstance(value, ir.Call) and any(self._tainted(a.value) for a in value.args):
+            names = self.resolver.fields(value)
+            if names is None:
+                return
+            positional = [a for a in value.args if a.keyword is None]
+            if any(a.star for a in positional):
+                positional = []  # which field a starred argument fills is not known
+            handed = list(zip(names, (a.value for a in positional), strict=False))
+            handed += [(a.keyword, a.value) for a in value.args if a.keyword and a.keyword in names]
+            for name, arg in handed:
+                taint = self.taint_of(arg)
                 if taint is not None:
-                    self.env[f"{key}[{k.value!r}]"] = taint
+                    self.env[f"{key}.{name}"] = taint
 
     # ---- dicts splatted into calls -----------------------------------------------------
 

@@ -541,6 +541,29 @@ class Program:
                     cls.setters.setdefault(name, []).append(func)
         return cls.setters
 
+    def fields(self, cls: ClassInfo) -> tuple[str, ...] | None:
+        """The fields a call of the class fills, in order, where its arguments are its fields:
+        names its body and its bases' declare with an annotation (a dataclass, a named
+        tuple), the bases' first. None where a class of it defines ``__init__`` (its
+        parameters need not be its fields) or declares none."""
+        classes = list(self.mro(cls))
+        if any("__init__" in klass.methods for klass in classes):
+            return None
+        names: list[str] = []
+        for klass in reversed(classes):
+            for stmt in klass.node.body:
+                if isinstance(stmt, ir.Assign) and stmt.annotation is not None:
+                    target, note = stmt.targets[0], stmt.annotation
+                elif isinstance(stmt, ir.Other) and stmt.kind == "annotation" and stmt.exprs:
+                    target, note = stmt.exprs[0], stmt.exprs[1]
+                else:
+                    continue
+                kind = note.value if isinstance(note, ir.Subscript) else note
+                field = target.id if isinstance(target, ir.Name) else None
+                if field is not None and field not in names and last_name(kind) != "ClassVar":
+                    names.append(field)
+        return tuple(names) or None
+
     def self_attrs(self, cls: ClassInfo) -> frozenset[str]:
         if cls.attrs_read is None:
             found: set[str] = set()
@@ -1231,6 +1254,11 @@ class _Scope:
     ) -> list[tuple[str, ir.Expr]]:
         func = self._callee(call)
         return [] if func is None else self.program.dict_entries(func, call, tainted)
+
+    def fields(self, call: ir.Call) -> tuple[str, ...] | None:
+        name = dotted(call.func)
+        klass = None if name is None else self.program.class_named(self.module, name)
+        return None if klass is None else self.program.fields(klass)
 
 
 # ---- module structure -----------------------------------------------------------------
