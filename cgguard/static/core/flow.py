@@ -284,6 +284,8 @@ class ScopeFlow:
         # (seeded parameter, key) when summarising: the return is a dict holding the
         # parameter's count under a sink key (``replace(cfg, **helper(n))``)
         self.returned_keys: list[tuple[str, str]] = []
+        # Locals given entries or fields by what was assigned to them (see _entries).
+        self._holders: set[str] = set()
         self._sunk: dict[int, Taint] = {}
         self._pending: dict[int, Taint] = {}
         self._emitted: set[int] = set()
@@ -1159,19 +1161,22 @@ class ScopeFlow:
                 self.aliases.pop(target.id, None)
 
     def _entries(self, key: str, value: ir.Expr) -> None:
-        """A local assigned anew holds no entries or fields but those of what is assigned:
+        """A local assigned anew holds no entries or fields of what it held before (those an
+        assignment gave it) but those of what is assigned:
         a dict display's entries (``{"tokens": <count>}``: read back as ``local["tokens"]``,
         as entries stored one by one are), the fields of an object built from its fields
         (``Plan(<count>, ...)`` or ``Plan(tokens=<count>)``: read back as ``local.tokens``)."""
-        entry, field = f"{key}[", f"{key}."
-        for held in [k for k in self.env if k.startswith(entry) or k.startswith(field)]:
-            del self.env[held]
+        if key in self._holders:  # (most locals never held any: no look through the env)
+            entry, field = f"{key}[", f"{key}."
+            for held in [k for k in self.env if k.startswith(entry) or k.startswith(field)]:
+                del self.env[held]
         if isinstance(value, ir.Dict):
             for k, v in zip(value.keys, value.values, strict=True):
                 if isinstance(k, ir.Const) and isinstance(k.value, str):
                     taint = self.taint_of(v)
                     if taint is not None:
                         self.env[f"{key}[{k.value!r}]"] = taint
+                        self._holders.add(key)
         elif isinstance(value, ir.Call) and any(self._tainted(a.value) for a in value.args):
             names = self.resolver.fields(value)
             if names is None:
@@ -1185,6 +1190,7 @@ class ScopeFlow:
                 taint = self.taint_of(arg)
                 if taint is not None:
                     self.env[f"{key}.{name}"] = taint
+                    self._holders.add(key)
 
     # ---- dicts splatted into calls -----------------------------------------------------
 
