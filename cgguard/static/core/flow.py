@@ -1211,11 +1211,11 @@ class ScopeFlow:
             for a in value.args:
                 if a.keyword is not None and self.model.keyword_sink(a.keyword):
                     out.append((a.keyword, a.value))
-        elif isinstance(value, ir.Call):
+        elif isinstance(value, ir.Call) and value.args:
             # A helper that builds the dict from what it is handed: the entries are the
-            # arguments it puts under a sink key.
-            if any(self._tainted(a.value) for a in value.args):
-                out.extend(self.resolver.dict_entries(value, self._tainted))
+            # arguments it puts under a sink key (the resolver asks which are tainted only
+            # for a callee it resolves).
+            out.extend(self.resolver.dict_entries(value, self._tainted))
         elif isinstance(value, ir.Name | ir.Attribute) and self.summarising:
             held = self.env.get(dotted(value) or "")
             if isinstance(held, SplatDict):
