@@ -1291,6 +1291,10 @@ class ScopeFlow:
             if isinstance(name, ir.Const) and name.value in m.store_sinks:
                 self.sink(args[2].value, sink=str(name.value))
                 sunk.add(id(args[2]))
+            elif isinstance(name, ir.Const) and _identifier(name.value):
+                # ``setattr(obj, "name", v)`` stores ``obj.name``
+                self.assign(ir.Attribute(args[0].value, str(name.value), node.span), args[2].value)
+                sunk.add(id(args[2]))
         replacing = callee in m.replace_calls
         for arg in node.args:
             if arg.keyword is None:
@@ -1336,11 +1340,13 @@ def _getattr_read(node: ir.Call) -> ir.Attribute | None:
     if any(a.keyword is not None or a.star for a in args):
         return None
     name = args[1].value
-    if not (
-        isinstance(name, ir.Const) and isinstance(name.value, str) and name.value.isidentifier()
-    ):
+    if not (isinstance(name, ir.Const) and _identifier(name.value)):
         return None
-    return ir.Attribute(args[0].value, name.value, node.span)
+    return ir.Attribute(args[0].value, str(name.value), node.span)
+
+
+def _identifier(value: object) -> bool:
+    return isinstance(value, str) and value.isidentifier()
 
 
 def _lambda_function(name: str, value: ir.Expr) -> ir.FunctionDef | None:

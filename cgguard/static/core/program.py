@@ -1077,12 +1077,13 @@ class Program:
     ) -> list[Hit]:
         """A helper's call-site hits move to its return when every use of it is a count."""
         hits = [h for flow, _ in flows for h in flow.hits]
-        by_helper: dict[int, list[Hit]] = {}
-        summaries: dict[int, Summary] = {}
+        # A helper's return, or one member a method sets (one method may set several).
+        by_helper: dict[tuple[int, str | None], list[Hit]] = {}
+        summaries: dict[tuple[int, str | None], Summary] = {}
         for h in hits:
             if isinstance(h.helper, Summary):
-                by_helper.setdefault(id(h.helper.function.node), []).append(h)
-                summaries[id(h.helper.function.node)] = h.helper
+                by_helper.setdefault(_helper_key(h.helper), []).append(h)
+                summaries[_helper_key(h.helper)] = h.helper
         if not by_helper:
             return hits
         sunk: set[int] = set()
@@ -1091,7 +1092,7 @@ class Program:
             sunk |= flow.sunk_calls
             other |= flow.other_uses
         sunk -= other
-        spellings: dict[int, set[str]] = {}
+        spellings: dict[tuple[int, str | None], set[str]] = {}
         for key, summary in summaries.items():
             spelled = {summary.name}
             if summary.attr is None and summary.path != module.path:
@@ -1105,7 +1106,7 @@ class Program:
             spellings[key] = spelled
         names = set().union(*spellings.values())
         refs = _references(module.tree, names, self._lines(module))
-        moved: set[int] = set()
+        moved: set[tuple[int, str | None]] = set()
         extra: list[Hit] = []
         for key, summary in summaries.items():
             mine = [r for r in refs if _spelled(r) in spellings[key]]
@@ -1145,7 +1146,7 @@ class Program:
         kept = [
             h
             for h in hits
-            if not isinstance(h.helper, Summary) or id(h.helper.function.node) not in moved
+            if not isinstance(h.helper, Summary) or _helper_key(h.helper) not in moved
         ]
         return kept + extra
 
@@ -1262,6 +1263,11 @@ class _Scope:
 
 
 # ---- module structure -----------------------------------------------------------------
+
+
+def _helper_key(summary: Summary) -> tuple[int, str | None]:
+    """Which summary a hit went through: a function's return, or a member it sets."""
+    return (id(summary.function.node), summary.attr)
 
 
 def _read_file(path: str) -> str | None:
@@ -1402,16 +1408,23 @@ _SELF_ATTR = re.compile(r"\bself\.(\w+)")
 _ASSIGN = re.compile(r"(?<![=!<>])=(?!=)")
 
 
+# ``setattr(self, "name", value)`` (also ``object.__setattr__``) assigns ``self.name``.
+_SETATTR_SELF = re.compile(r"""setattr(?:__)?\(\s*self\s*,\s*["'](\w+)["']""")
+
+
 def _assigned_attrs_text(lines: list[str], span: ir.Span) -> set[str]:
     """Attributes a function's text may assign on ``self``: every ``self.x`` left of an
-    ``=`` on its line (a superset: strings, comparisons in calls and all)."""
+    ``=`` on its line, and every ``setattr(self, "x", ...)`` (a superset: strings,
+    comparisons in calls and all)."""
     found: set[str] = set()
     for line in lines[span.line - 1 : span.end_line]:
-        if "self." not in line:
+        if "self" not in line:
             continue
         m = _ASSIGN.search(line)
         if m is not None:
             found.update(_SELF_ATTR.findall(line, 0, m.start()))
+        if "setattr" in line:
+            found.update(_SETATTR_SELF.findall(line))
     return found
 
 
@@ -1419,12 +1432,17 @@ def _attrs_assigned_from(lines: list[str], span: ir.Span, words: set[str]) -> se
     """Attributes of ``self`` the text assigns on a line whose right side names a word."""
     found: set[str] = set()
     for line in lines[span.line - 1 : span.end_line]:
-        if "self." not in line:
+        if "self" not in line:
             continue
         m = _ASSIGN.search(line)
         right = "" if m is None else line[m.end() :]
         if m is not None and any(w in right and _holds_word(right, w) for w in words):
             found.update(_SELF_ATTR.findall(line, 0, m.start()))
+        if "setattr" in line:
+            for call in _SETATTR_SELF.finditer(line):
+                after = line[call.end() :]
+                if any(w in after and _holds_word(after, w) for w in words):
+                    found.add(call.group(1))
     return found
 
 
