@@ -57,6 +57,8 @@ class ClassInfo:
     base_names: list[str] = field(default_factory=list)  # the bases as spelled (resolved names)
     attrs_read: frozenset[str] | None = None
     setters: dict[str, list[FunctionInfo]] | None = None
+    # member -> the class of the object its methods build for it (``self.x = Klass(...)``)
+    built: dict[str, ClassInfo | None] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -529,6 +531,28 @@ class Program:
                 return cls
         return None
 
+    def built_class(self, cls: ClassInfo, attr: str) -> ClassInfo | None:
+        """The class of the object ``self.<attr>`` holds where a method of ``cls`` or of its
+        bases builds it (``self.model_runner = NPUModelRunner(...)``), resolved in the
+        project; None where none does, or what it builds is not one class of the project."""
+        if attr in cls.built:
+            return cls.built[attr]
+        cls.built[attr] = None  # while it is looked for: a cycle builds nothing
+        found: list[ClassInfo] = []
+        for klass in self.mro(cls):
+            for func in self.setters(klass).get(attr, ()):
+                for stmt in _walk_stmts(ir.body_of(func.node)):
+                    if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call):
+                        continue
+                    if not any(_is_self_attr(t, attr) for t in stmt.targets):
+                        continue
+                    name = dotted(stmt.value.func)
+                    held = None if name is None else self.class_named(klass.module, name)
+                    if held is not None and held not in found:
+                        found.append(held)
+        cls.built[attr] = found[0] if len(found) == 1 else None
+        return cls.built[attr]
+
     def setters(self, cls: ClassInfo) -> dict[str, list[FunctionInfo]]:
         """Attribute name -> the class's own methods that assign it (read once per class)."""
         if cls.setters is None:
@@ -600,6 +624,9 @@ class Program:
         if cls is not None:
             if isinstance(recv, ir.Name) and recv.id in ("self", "cls"):
                 return self.method(cls, name)
+            if isinstance(recv, ir.Attribute) and _is_name(recv.value, "self"):
+                built = self.built_class(cls, recv.attr)  # ``self.model_runner.m()``
+                return None if built is None else self.method(built, name)
             if isinstance(recv, ir.Call) and last_name(recv.func) == "type":
                 return self.method(cls, name)
             if isinstance(recv, ir.Call) and _is_name(recv.func, "super"):
@@ -1280,6 +1307,10 @@ def _read_file(path: str) -> str | None:
 
 def _is_name(node: object, name: str) -> bool:
     return isinstance(node, ir.Name) and node.id == name
+
+
+def _is_self_attr(node: object, attr: str) -> bool:
+    return isinstance(node, ir.Attribute) and node.attr == attr and _is_name(node.value, "self")
 
 
 def _block_stmts(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
