@@ -1211,10 +1211,10 @@ class ScopeFlow:
             for a in value.args:
                 if a.keyword is not None and self.model.keyword_sink(a.keyword):
                     out.append((a.keyword, a.value))
-        elif isinstance(value, ir.Call) and value.args:
+        elif isinstance(value, ir.Call) and any(self._tainted(a.value) for a in value.args):
             # A helper that builds the dict from what it is handed: the entries are the
-            # arguments it puts under a sink key (the resolver asks which are tainted only
-            # for a callee it resolves).
+            # arguments it puts under a sink key. Only a call handed a count is resolved
+            # (resolving may read the module a helper is imported from).
             out.extend(self.resolver.dict_entries(value, self._tainted))
         elif isinstance(value, ir.Name | ir.Attribute) and self.summarising:
             held = self.env.get(dotted(value) or "")

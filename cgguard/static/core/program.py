@@ -624,9 +624,6 @@ class Program:
         if cls is not None:
             if isinstance(recv, ir.Name) and recv.id in ("self", "cls"):
                 return self.method(cls, name)
-            if isinstance(recv, ir.Attribute) and _is_name(recv.value, "self"):
-                built = self.built_class(cls, recv.attr)  # ``self.model_runner.m()``
-                return None if built is None else self.method(built, name)
             if isinstance(recv, ir.Call) and last_name(recv.func) == "type":
                 return self.method(cls, name)
             if isinstance(recv, ir.Call) and _is_name(recv.func, "super"):
@@ -1274,8 +1271,21 @@ class _Scope:
     def sinking(
         self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> list[tuple[ir.Expr, str]]:
-        func = self._callee(call)
+        func = self._callee(call) or self._built_method(call)
         return [] if func is None else self.program.sinking(func, call, tainted)
+
+    def _built_method(self, call: ir.Call) -> FunctionInfo | None:
+        """``self.model_runner.m(n)``: the method of the class a method builds the member
+        from. Asked only where a count is handed to such a call (finding the class may read
+        the module it is imported from), for the sink a method performs."""
+        func = call.func
+        if self.cls is None or not isinstance(func, ir.Attribute):
+            return None
+        recv = func.value
+        if not (isinstance(recv, ir.Attribute) and _is_name(recv.value, "self")):
+            return None
+        built = self.program.built_class(self.cls, recv.attr)
+        return None if built is None else self.program.method(built, func.attr)
 
     def dict_entries(
         self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
