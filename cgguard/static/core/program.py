@@ -883,28 +883,32 @@ class Program:
         self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> list[tuple[ir.Expr, str]]:
         out = []
-        for param in _passable(func):
-            arg = _argument(call, func, param)
-            if arg is None or not tainted(arg):
-                continue
-            flow = self.param_flow(func, param)
-            for _, sink in [] if flow is None else flow.sunk_params:
+        for arg, flow in self._handed(func, call, tainted):
+            for _, sink in flow.sunk_params[:1]:
                 out.append((arg, f"{sink} in {func.name}()"))
-                break
         return out
 
     def dict_entries(
         self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> list[tuple[str, ir.Expr]]:
         """(sink key, argument) for each argument ``func`` returns in a dict under a sink key."""
-        out = []
+        return [
+            (key, arg)
+            for arg, flow in self._handed(func, call, tainted)
+            for _, key in flow.returned_keys
+        ]
+
+    def _handed(
+        self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> Iterator[tuple[ir.Expr, ScopeFlow]]:
+        """Each argument of ``call`` that ``tainted`` holds, with ``func``'s flow of the
+        parameter it fills carrying a count of its own."""
         for param in _passable(func):
             arg = _argument(call, func, param)
-            if arg is None or not tainted(arg):
-                continue
-            flow = self.param_flow(func, param)
-            out += [(key, arg) for _, key in ([] if flow is None else flow.returned_keys)]
-        return out
+            if arg is not None and tainted(arg):
+                flow = self.param_flow(func, param)
+                if flow is not None:
+                    yield arg, flow
 
     # ---- a module's hits --------------------------------------------------------------
 
