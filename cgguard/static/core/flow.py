@@ -320,7 +320,7 @@ class ScopeFlow:
             if isinstance(value, Taint):
                 return value
             if value is None and isinstance(node, ir.Attribute):
-                summary = self.resolver.member(node)
+                summary = self.resolver.member(self._built_read(node))
                 if summary is not None and summary.index is None:
                     return Taint(summary.kind, summary.source, call=node, helper=summary)
             return None
@@ -383,6 +383,12 @@ class ScopeFlow:
             if callee in m.passthrough_calls and args:
                 return self._arg_taint(args[0])
         return None
+
+    def _built_read(self, node: ir.Attribute) -> ir.Attribute:
+        """``local.attr`` where the local holds an object a call built (``local = Klass()``):
+        the read of ``Klass(...).attr``, which the resolver can tell the class of."""
+        built = self.aliases.get(node.value.id) if isinstance(node.value, ir.Name) else None
+        return ir.Attribute(built, node.attr, node.span) if isinstance(built, ir.Call) else node
 
     def _ifexp_taint(self, node: ir.IfExp) -> Taint | None:
         """``c if c <= R else R`` is a clamp: bounded on both arms."""

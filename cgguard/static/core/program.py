@@ -57,8 +57,9 @@ class ClassInfo:
     base_names: list[str] = field(default_factory=list)  # the bases as spelled (resolved names)
     attrs_read: frozenset[str] | None = None
     setters: dict[str, list[FunctionInfo]] | None = None
-    # member -> the class of the object its methods build for it (``self.x = Klass(...)``)
-    built: dict[str, ClassInfo | None] = field(default_factory=dict)
+    # member -> the classes its methods build it from (``self.x = Klass(...)``), as spelled
+    # in the module of the method that builds it
+    built: dict[str, list[tuple[ModuleInfo, str]]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -531,27 +532,48 @@ class Program:
                 return cls
         return None
 
-    def built_class(self, cls: ClassInfo, attr: str) -> ClassInfo | None:
-        """The class of the object ``self.<attr>`` holds where a method of ``cls`` or of its
-        bases builds it (``self.model_runner = NPUModelRunner(...)``), resolved in the
-        project; None where none does, or what it builds is not one class of the project."""
-        if attr in cls.built:
-            return cls.built[attr]
-        cls.built[attr] = None  # while it is looked for: a cycle builds nothing
-        found: list[ClassInfo] = []
-        for klass in self.mro(cls):
-            for func in self.setters(klass).get(attr, ()):
-                for stmt in _walk_stmts(ir.body_of(func.node)):
-                    if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call):
-                        continue
-                    if not any(_is_self_attr(t, attr) for t in stmt.targets):
-                        continue
-                    name = dotted(stmt.value.func)
-                    held = None if name is None else self.class_named(klass.module, name)
-                    if held is not None and held not in found:
-                        found.append(held)
-        cls.built[attr] = found[0] if len(found) == 1 else None
-        return cls.built[attr]
+    def built_class(
+        self, cls: ClassInfo, attr: str, holds: Callable[[str], bool] | None = None
+    ) -> ClassInfo | None:
+        """The class of the object ``self.<attr>`` holds where the methods of ``cls`` and of
+        its bases build it from one class (``self.model_runner = NPUModelRunner(...)``),
+        resolved in the project; None where none does, or what they build is not one class.
+        ``holds``: a class imported from a module whose text it does not hold is not read."""
+        if attr not in cls.built:
+            cls.built[attr] = []  # while it is looked for: a cycle builds nothing
+            found: list[tuple[ModuleInfo, str]] = []
+            for klass in self.mro(cls):
+                for func in self.setters(klass).get(attr, ()):
+                    for stmt in _walk_stmts(ir.body_of(func.node)):
+                        if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call):
+                            continue
+                        if not any(_is_self_attr(t, attr) for t in stmt.targets):
+                            continue
+                        name = dotted(stmt.value.func)
+                        if name is not None and (klass.module, name) not in found:
+                            found.append((klass.module, name))
+            cls.built[attr] = found
+        if len(cls.built[attr]) != 1:
+            return None
+        module, name = cls.built[attr][0]
+        return self.class_of_name(module, name, holds)
+
+    def class_of_name(
+        self, module: ModuleInfo, name: str, holds: Callable[[str], bool] | None = None
+    ) -> ClassInfo | None:
+        """:meth:`class_named`, where ``holds`` (if given) allows: a class of ``module``
+        itself, or one imported from a module whose text ``holds`` (not read otherwise)."""
+        if holds is not None and "." not in name and name not in module.classes:
+            spec = module.imports.get(name)
+            if spec is None or not (
+                holds(spec[0]) or (spec[1] is not None and holds(f"{spec[0]}.{spec[1]}"))
+            ):
+                return None
+        elif holds is not None and "." in name:
+            spec = module.imports.get(name.split(".", 1)[0])
+            if spec is None or not holds(spec[0] if spec[1] is None else f"{spec[0]}.{spec[1]}"):
+                return None
+        return self.class_named(module, name)
 
     def setters(self, cls: ClassInfo) -> dict[str, list[FunctionInfo]]:
         """Attribute name -> the class's own methods that assign it (read once per class)."""
@@ -1249,12 +1271,23 @@ class _Scope:
             if func is None or func.is_property:
                 return None
             return p.summary(func)
-        if self.cls is None or not _is_name(node.value, "self"):
+        klass = self.cls if _is_name(node.value, "self") else self._object_class(node.value)
+        if klass is None:
             return None
-        prop = p.method(self.cls, node.attr)
+        prop = p.method(klass, node.attr)
         if prop is not None:
             return p.summary(prop) if prop.is_property else None
-        return p.attr_summary(self.cls, node.attr)
+        return p.attr_summary(klass, node.attr)
+
+    def _object_class(self, recv: ir.Expr) -> ClassInfo | None:
+        """The class of the object ``recv`` is, where the program can tell: ``Klass(...)``,
+        or a member ``self.m`` the class builds from one class. Only a class whose module
+        names a source is read (its members are what is asked for)."""
+        p = self.program
+        if isinstance(recv, ir.Attribute) and _is_name(recv.value, "self") and self.cls:
+            return p.built_class(self.cls, recv.attr, p.may_name_a_source)
+        name = dotted(recv.func) if isinstance(recv, ir.Call) else None
+        return None if name is None else p.class_of_name(self.module, name, p.may_name_a_source)
 
     def requests(self, node: ir.Call | ir.Attribute) -> bool:
         p = self.program
