@@ -195,6 +195,9 @@ class Resolver(Protocol):
         """The fields, in order, of the object ``call`` builds where it builds one whose
         arguments are its fields (a dataclass or a named tuple of the program); else None."""
 
+    def source_list(self, node: ir.Call | ir.Attribute) -> bool:
+        """Is what a call returns, or a member of ``self`` holds, a list of sources?"""
+
 
 class NoResolver:
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
@@ -221,6 +224,9 @@ class NoResolver:
 
     def fields(self, call: ir.Call) -> tuple[str, ...] | None:
         return None
+
+    def source_list(self, node: ir.Call | ir.Attribute) -> bool:
+        return False
 
 
 _REQUEST = object()
@@ -286,6 +292,9 @@ class ScopeFlow:
         self.returned_keys: list[tuple[str, str]] = []
         # Locals given entries or fields by what was assigned to them (see _entries).
         self._holders: set[str] = set()
+        # A list of sources returned, and the members of ``self`` set to one.
+        self.returns_list = False
+        self.stored_lists: set[str] = set()
         self._sunk: dict[int, Taint] = {}
         self._pending: dict[int, Taint] = {}
         self._emitted: set[int] = set()
@@ -453,10 +462,17 @@ class ScopeFlow:
         if depth > 8:
             return False
         if isinstance(node, ir.Name | ir.Attribute):
-            return self.model.is_source_list(node)
+            if self.model.is_source_list(node):
+                return True
+            # a member of ``self`` a method sets to one
+            return isinstance(node, ir.Attribute) and (
+                _is_name(node.value, "self") and self.resolver.source_list(node)
+            )
         if isinstance(node, ir.Call) and last_name(node.func) in self.model.collection_calls:
             args = _positional(node)
             return bool(args) and not args[0].star and self._source_list(args[0].value, depth + 1)
+        if isinstance(node, ir.Call):
+            return self.resolver.source_list(node)  # a helper returning one
         if isinstance(node, ir.Comprehension) and node.kind in ("list", "generator", "set"):
             first = node.generators[0]
             return (
@@ -1008,6 +1024,8 @@ class ScopeFlow:
             return
         self._returned.add(id(node))
         self.escapes(value)
+        if self._source_list(value):
+            self.returns_list = True
         if self.summarising:
             for key, element in self._dict_sinks(value):
                 taint = self.taint_of(element)
@@ -1151,6 +1169,8 @@ class ScopeFlow:
                     result = splat
                 elif isinstance(target, ir.Name) and self._source_list(value):
                     result = _SOURCE_LIST
+                elif _is_self_member(target) and self._source_list(value):
+                    self.stored_lists.add(name)
                 else:
                     kind = self.count_kind(value)
                     result = _REQUEST if kind == REQUESTS else _TOKENS if kind == TOKENS else None
@@ -1349,6 +1369,10 @@ def _getattr_read(node: ir.Call) -> ir.Attribute | None:
     if not (isinstance(name, ir.Const) and _identifier(name.value)):
         return None
     return ir.Attribute(args[0].value, str(name.value), node.span)
+
+
+def _is_self_member(node: ir.Expr) -> bool:
+    return isinstance(node, ir.Attribute) and _is_name(node.value, "self")
 
 
 def _identifier(value: object) -> bool:

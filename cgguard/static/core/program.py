@@ -980,9 +980,10 @@ class Program:
                 if flow is None:
                     continue
                 flows.append((flow, func))
-                if flow.returns:
+                if flow.returns or flow.returns_list:
                     words.add(func.name)
                 words.update(st.attr for st in flow.stored if st.attr)
+                words.update(flow.stored_lists)
         for scope, cls in _class_and_module_scopes(module):
             # The scope's own statements: its functions and classes are scopes of their own.
             stmts = tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef))
@@ -1329,6 +1330,25 @@ class _Scope:
     ) -> list[tuple[str, ir.Expr]]:
         func = self._callee(call)
         return [] if func is None else self.program.dict_entries(func, call, tainted)
+
+    def source_list(self, node: ir.Call | ir.Attribute) -> bool:
+        p = self.program
+        if isinstance(node, ir.Call):
+            if not self._may_return(node, p.may_name_a_source):
+                return False
+            func = self._callee(node)
+            if func is None or func.is_property:
+                return False
+            flow = p.function_flow(func, reading=("returns", id(func.node)))
+            return flow is not None and flow.returns_list
+        if self.cls is None or not _is_name(node.value, "self"):
+            return False
+        for klass in p.mro(self.cls):
+            for func in p.setters(klass).get(node.attr, ()):
+                flow = p.function_flow(func, reading=("stored", id(func.node), node.attr))
+                if flow is not None and node.attr in flow.stored_lists:
+                    return True
+        return False
 
     def fields(self, call: ir.Call) -> tuple[str, ...] | None:
         name = dotted(call.func)
