@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from cgguard.static.core import ir
-from cgguard.static.core.patterns import Model, dotted, last_name
+from cgguard.static.core.patterns import Model, dotted, getattr_name, last_name
 
 TOKEN = "token"  # the source's own count (the first rule)
 MAX = "max"  # the count after a widening call (``max()``: the second rule)
@@ -1360,15 +1360,8 @@ class ScopeFlow:
 
 def _getattr_read(node: ir.Call) -> ir.Attribute | None:
     """``getattr(x, "name"[, default])`` as the read ``x.name`` it is."""
-    args = node.args
-    if not _is_name(node.func, "getattr") or len(args) not in (2, 3):
-        return None
-    if any(a.keyword is not None or a.star for a in args):
-        return None
-    name = args[1].value
-    if not (isinstance(name, ir.Const) and _identifier(name.value)):
-        return None
-    return ir.Attribute(args[0].value, str(name.value), node.span)
+    name = getattr_name(node)
+    return None if name is None else ir.Attribute(node.args[0].value, name, node.span)
 
 
 def _is_self_member(node: ir.Expr) -> bool:

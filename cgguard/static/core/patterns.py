@@ -74,15 +74,8 @@ class Model:
 
     def getattr_source(self, node: ir.Call) -> str | None:
         """``getattr(x, "<source>"[, default])``: the attribute's name."""
-        if not (isinstance(node.func, ir.Name) and node.func.id == "getattr"):
-            return None
-        args = node.args
-        if len(args) not in (2, 3) or any(a.keyword is not None or a.star for a in args):
-            return None
-        name = args[1].value
-        if isinstance(name, ir.Const) and name.value in self.source_attrs:
-            return str(name.value)
-        return None
+        name = getattr_name(node)
+        return name if name in self.source_attrs else None
 
     def is_source_list(self, node: ir.Expr) -> bool:
         return _last_name(node) in self.source_lists
@@ -120,6 +113,19 @@ def _last_name(node: object) -> str | None:
         return node.attr
     if isinstance(node, ir.Name):
         return node.id
+    return None
+
+
+def getattr_name(node: ir.Call) -> str | None:
+    """The attribute ``getattr(x, "name"[, default])`` reads, where its name is a constant."""
+    if not (isinstance(node.func, ir.Name) and node.func.id == "getattr"):
+        return None
+    args = node.args
+    if len(args) not in (2, 3) or any(a.keyword is not None or a.star for a in args):
+        return None
+    name = args[1].value
+    if isinstance(name, ir.Const) and isinstance(name.value, str) and name.value.isidentifier():
+        return name.value
     return None
 
 

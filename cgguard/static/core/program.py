@@ -563,15 +563,9 @@ class Program:
     ) -> ClassInfo | None:
         """:meth:`class_named`, where ``holds`` (if given) allows: a class of ``module``
         itself, or one imported from a module whose text ``holds`` (not read otherwise)."""
-        if holds is not None and "." not in name and name not in module.classes:
-            spec = module.imports.get(name)
-            if spec is None or not (
-                holds(spec[0]) or (spec[1] is not None and holds(f"{spec[0]}.{spec[1]}"))
-            ):
-                return None
-        elif holds is not None and "." in name:
+        if holds is not None and ("." in name or name not in module.classes):
             spec = module.imports.get(name.split(".", 1)[0])
-            if spec is None or not holds(spec[0] if spec[1] is None else f"{spec[0]}.{spec[1]}"):
+            if spec is None or not _spec_holds(spec, holds):
                 return None
         return self.class_named(module, name)
 
@@ -1259,9 +1253,7 @@ class _Scope:
         if isinstance(func, ir.Attribute):
             name = dotted(func.value)
         spec = self.module.imports.get(name) if name else None
-        if spec is None:
-            return True
-        return holds(spec[0]) or (spec[1] is not None and holds(f"{spec[0]}.{spec[1]}"))
+        return spec is None or _spec_holds(spec, holds)
 
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         p = self.program
@@ -1357,6 +1349,12 @@ class _Scope:
 
 
 # ---- module structure -----------------------------------------------------------------
+
+
+def _spec_holds(spec: tuple[str, str | None], holds: Callable[[str], bool]) -> bool:
+    """Does the text of what an import binds (``(module, name or None)``) hold what ``holds``
+    looks for: the module's, or the submodule's where ``from package import module``?"""
+    return holds(spec[0]) or (spec[1] is not None and holds(f"{spec[0]}.{spec[1]}"))
 
 
 def _helper_key(summary: Summary) -> tuple[int, str | None]:
