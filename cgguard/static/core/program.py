@@ -1255,15 +1255,19 @@ class _Scope:
         spec = self.module.imports.get(name) if name else None
         return spec is None or _spec_holds(spec, holds)
 
+    def _returning_callee(self, call: ir.Call) -> FunctionInfo | None:
+        """The function whose return a call gives, where that return may carry a source
+        (not a property's getter; not one imported from a module naming none)."""
+        if not self._may_return(call, self.program.may_name_a_source):
+            return None
+        func = self._callee(call)
+        return None if func is None or func.is_property else func
+
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         p = self.program
         if isinstance(node, ir.Call):
-            if not self._may_return(node, p.may_name_a_source):
-                return None
-            func = self._callee(node)
-            if func is None or func.is_property:
-                return None
-            return p.summary(func)
+            func = self._returning_callee(node)
+            return None if func is None else p.summary(func)
         klass = self.cls if _is_name(node.value, "self") else self._object_class(node.value)
         if klass is None:
             return None
@@ -1326,10 +1330,8 @@ class _Scope:
     def source_list(self, node: ir.Call | ir.Attribute) -> bool:
         p = self.program
         if isinstance(node, ir.Call):
-            if not self._may_return(node, p.may_name_a_source):
-                return False
-            func = self._callee(node)
-            if func is None or func.is_property:
+            func = self._returning_callee(node)
+            if func is None:
                 return False
             flow = p.function_flow(func, reading=("returns", id(func.node)))
             return flow is not None and flow.returns_list
