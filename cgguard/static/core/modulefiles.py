@@ -18,13 +18,33 @@ class ModuleFiles:
     def __init__(self, root: str | None):
         self.root = root
         self.files: dict[str, str | None] = {}
+        self._tops: frozenset[str] | None = None
+
+    def tops(self) -> frozenset[str]:
+        """Names the project's absolute imports start with: the entries of its root and of
+        ``src/`` there that a module or package could be named by (listed once)."""
+        if self._tops is None:
+            names: set[str] = set()
+            for base in () if self.root is None else (self.root, os.path.join(self.root, "src")):
+                try:
+                    entries = os.listdir(base)
+                except OSError:
+                    continue
+                for entry in entries:
+                    stem = entry[:-3] if entry.endswith(".py") else entry
+                    if stem.isidentifier():
+                        names.add(stem)
+            self._tops = frozenset(names)
+        return self._tops
 
     def module_file(self, name: str) -> str | None:
         """The file of module ``name`` (``a/b.py`` or ``a/b/__init__.py``), or None."""
         if name in self.files:
             return self.files[name]
         found = None
-        if self.root is not None and all(name.split(".")):
+        # A name whose first part is no entry of the root (the standard library, a
+        # dependency) is no module of the project: no file is looked for.
+        if self.root is not None and all(name.split(".")) and name.split(".", 1)[0] in self.tops():
             parts = name.split(".")
             for base in (self.root, os.path.join(self.root, "src")):
                 candidate = os.path.join(base, *parts)

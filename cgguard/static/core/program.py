@@ -92,6 +92,7 @@ class FunctionFacts:
     params_busy: set[str] = field(default_factory=set)
     requests: bool | None = None  # returns a request count (None: not asked yet)
     requests_busy: bool = False
+    built: dict[str, list[str]] | None = None  # self.<attr> = <callee>(...): attr -> callees
 
 
 class Program:
@@ -544,19 +545,31 @@ class Program:
             found: list[tuple[ModuleInfo, str]] = []
             for klass in self.mro(cls):
                 for func in self.setters(klass).get(attr, ()):
-                    for stmt in _walk_stmts(ir.body_of(func.node)):
-                        if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call):
-                            continue
-                        if not any(_is_self_attr(t, attr) for t in stmt.targets):
-                            continue
-                        name = dotted(stmt.value.func)
-                        if name is not None and (klass.module, name) not in found:
+                    for name in self._built_by(func).get(attr, ()):
+                        if (klass.module, name) not in found:
                             found.append((klass.module, name))
             cls.built[attr] = found
         if len(cls.built[attr]) != 1:
             return None
         module, name = cls.built[attr][0]
         return self.class_of_name(module, name, holds)
+
+    def _built_by(self, func: FunctionInfo) -> dict[str, list[str]]:
+        """Member -> the callees a method builds it from (``self.m = Klass(...)``), its body
+        walked once for every member asked of it."""
+        facts = self.facts.setdefault(id(func.node), FunctionFacts())
+        if facts.built is None:
+            facts.built = {}
+            for stmt in _walk_stmts(ir.body_of(func.node)):
+                if not isinstance(stmt, ir.Assign) or not isinstance(stmt.value, ir.Call):
+                    continue
+                name = dotted(stmt.value.func)
+                if name is None:
+                    continue
+                for target in stmt.targets:
+                    if isinstance(target, ir.Attribute) and _is_name(target.value, "self"):
+                        facts.built.setdefault(target.attr, []).append(name)
+        return facts.built
 
     def class_of_name(
         self, module: ModuleInfo, name: str, holds: Callable[[str], bool] | None = None

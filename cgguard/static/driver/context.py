@@ -31,7 +31,6 @@ class RunContext:
         self.paths: dict[str | None, ModuleFiles] = {}
         self.programs: dict[str | None, Program] = {}
         self.sourced: dict[str, bool] = {}
-        self.tops: dict[str, frozenset[str]] = {}
 
     def program(self, root: str | None) -> Program:
         found = self.programs.get(root)
@@ -54,7 +53,7 @@ class RunContext:
         if root is None or depth > MAX_IMPORT_DEPTH:
             return False
         paths = self.module_files(root)
-        tops = self._top_packages(root)
+        tops = paths.tops()
         package = paths.dotted_of(os.path.abspath(path)) or ""
         for module, rest in import_statements(text, package, path.endswith("__init__.py")):
             for name in [module] if module is not None else import_names(rest):
@@ -73,23 +72,6 @@ class RunContext:
                         if sub is not None and self._leads_to_a_source(sub, root, depth):
                             return True
         return False
-
-    def _top_packages(self, root: str) -> frozenset[str]:
-        """Names a project's absolute imports start with: its top folders and modules."""
-        found = self.tops.get(root)
-        if found is None:
-            names: set[str] = set()
-            for base in (root, os.path.join(root, "src")):
-                try:
-                    entries = os.listdir(base)
-                except OSError:
-                    continue
-                for entry in entries:
-                    stem = entry[:-3] if entry.endswith(".py") else entry
-                    if stem.isidentifier():
-                        names.add(stem)
-            found = self.tops[root] = frozenset(names)
-        return found
 
     def _leads_to_a_source(self, file: str, root: str, depth: int) -> bool:
         if file not in self.sourced:
