@@ -191,12 +191,22 @@ class Resolver(Protocol):
         """(sink key, argument) for each argument of ``call`` (those ``tainted``) that the
         callee returns in a dict under a sink key: the dict is a sink once splatted."""
 
-    def fields(self, call: ir.Call) -> tuple[str, ...] | None:
-        """The fields, in order, of the object ``call`` builds where it builds one whose
-        arguments are its fields (a dataclass or a named tuple of the program); else None."""
+    def members_filled(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        """(member, argument) for each argument of ``call`` (those ``tainted``) that the
+        object it builds keeps as a member with its count: a field of a dataclass or a
+        named tuple of the program, or a member its ``__init__`` sets from the parameter."""
 
     def source_list(self, node: ir.Call | ir.Attribute) -> bool:
         """Is what a call returns, or a member of ``self`` holds, a list of sources?"""
+
+    def from_list(
+        self, call: ir.Call, listed: Callable[[ir.Expr], bool]
+    ) -> tuple[str | None, bool]:
+        """What the callee returns of the lists of sources ``call`` hands it (``listed``
+        tells one): the kind of the count it picks from one (its largest, its last) or
+        None, and whether it returns one (a sorted copy)."""
 
 
 class NoResolver:
@@ -222,11 +232,18 @@ class NoResolver:
     ) -> list[tuple[str, ir.Expr]]:
         return []
 
-    def fields(self, call: ir.Call) -> tuple[str, ...] | None:
-        return None
+    def members_filled(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        return []
 
     def source_list(self, node: ir.Call | ir.Attribute) -> bool:
         return False
+
+    def from_list(
+        self, call: ir.Call, listed: Callable[[ir.Expr], bool]
+    ) -> tuple[str | None, bool]:
+        return None, False
 
 
 _REQUEST = object()
@@ -379,6 +396,10 @@ class ScopeFlow:
                 and self._source_list(args[0].value)
             ):
                 return Taint(TOKEN, node)
+            if self._hands_list(node):
+                picked, _ = self.resolver.from_list(node, self._source_list)
+                if picked is not None:
+                    return Taint(picked, node)  # the helper's pick is the call's count
             if callee in m.clamp_calls:
                 if any(self._is_request(a.value) for a in args):
                     return None
@@ -472,7 +493,12 @@ class ScopeFlow:
             args = _positional(node)
             return bool(args) and not args[0].star and self._source_list(args[0].value, depth + 1)
         if isinstance(node, ir.Call):
-            return self.resolver.source_list(node)  # a helper returning one
+            if self.resolver.source_list(node):  # a helper returning one
+                return True
+            # a helper returning one it is handed (sorted, filtered)
+            return self._hands_list(node) and self.resolver.from_list(
+                node, lambda e: self._source_list(e, depth + 1)
+            )[1]
         if isinstance(node, ir.Comprehension) and node.kind in ("list", "generator", "set"):
             first = node.generators[0]
             return (
@@ -481,6 +507,19 @@ class ScopeFlow:
                 and node.elt.id == first.target.id
                 and self._source_list(first.iter, depth + 1)
             )
+        return False
+
+    def _hands_list(self, call: ir.Call) -> bool:
+        """Does ``call`` hand a list of sources to its callee? Only a local, a member or a
+        copy of one is looked at (a call's own result is not resolved for it)."""
+        for a in call.args:
+            value = a.value
+            if a.star or type(value) is ir.Const:
+                continue
+            if isinstance(value, ir.Call) and last_name(value.func) not in self.model.collection_calls:
+                continue
+            if self._source_list(value):
+                return True
         return False
 
     def _tainted(self, node: ir.Expr) -> bool:
@@ -680,6 +719,12 @@ class ScopeFlow:
             return f"{base}()" if base is not None else None
         if isinstance(node, ir.Call) and last_name(node.func) in self.model.collection_calls:
             return self._resolve(node.args[0].value, depth + 1) if node.args else None
+        if isinstance(node, ir.Call) and depth < 8 and self._hands_list(node):
+            # a helper returning the list of sources it is handed: that list's receiver
+            if self.resolver.from_list(node, self._source_list)[1]:
+                handed = [a.value for a in node.args if not a.star and self._source_list(a.value)]
+                return self._resolve(handed[0], depth + 1) if handed else None
+            return None
         if isinstance(node, ir.Comprehension) and depth < 8:
             return self._resolve(node.generators[0].iter, depth + 1)
         return None
@@ -744,11 +789,17 @@ class ScopeFlow:
 
     _seed_sources: dict[ir.Expr, str] = {}  # replaced per summarising flow (see seed_params)
 
-    def seed_params(self, names: Sequence[str], params: Sequence[ir.Param]) -> None:
-        """Summarising: each parameter named carries its own source (the parameter itself)."""
+    def seed_params(
+        self, names: Sequence[str], params: Sequence[ir.Param], listed: bool = False
+    ) -> None:
+        """Summarising: each parameter named carries its own source (the parameter itself),
+        or with ``listed`` a list of sources (what is picked from it is a count)."""
         self._seed_sources = {}
         for p in params:
             if p.name in names:
+                if listed:
+                    self.env[p.name] = _SOURCE_LIST
+                    continue
                 source = ir.Name(p.name, p.span)
                 self._seed_sources[source] = p.name
                 self.env[p.name] = Taint(TOKEN, source)
@@ -1190,7 +1241,7 @@ class ScopeFlow:
         """A local assigned anew holds no entries or fields of what it held before (those an
         assignment gave it) but those of what is assigned:
         a dict display's entries (``{"tokens": <count>}``: read back as ``local["tokens"]``,
-        as entries stored one by one are), the fields of an object built from its fields
+        as entries stored one by one are), the members of an object built from a count
         (``Plan(<count>, ...)`` or ``Plan(tokens=<count>)``: read back as ``local.tokens``)."""
         if key in self._holders:  # (most locals never held any: no look through the env)
             entry, field = f"{key}[", f"{key}."
@@ -1204,15 +1255,7 @@ class ScopeFlow:
                         self.env[f"{key}[{k.value!r}]"] = taint
                         self._holders.add(key)
         elif isinstance(value, ir.Call) and any(self._tainted(a.value) for a in value.args):
-            names = self.resolver.fields(value)
-            if names is None:
-                return
-            positional = [a for a in value.args if a.keyword is None]
-            if any(a.star for a in positional):
-                positional = []  # which field a starred argument fills is not known
-            handed = list(zip(names, (a.value for a in positional), strict=False))
-            handed += [(a.keyword, a.value) for a in value.args if a.keyword and a.keyword in names]
-            for name, arg in handed:
+            for name, arg in self.resolver.members_filled(value, self._tainted):
                 taint = self.taint_of(arg)
                 if taint is not None:
                     self.env[f"{key}.{name}"] = taint

@@ -87,9 +87,10 @@ class FunctionFacts:
     """What one function's flows found (kept on the Program for the run)."""
 
     flow: ScopeFlow | None = None
-    params: dict[str, ScopeFlow] = field(default_factory=dict)
+    # (parameter, seeded with a list of counts) -> the flow with that parameter seeded
+    params: dict[tuple[str, bool], ScopeFlow] = field(default_factory=dict)
     busy: bool = False
-    params_busy: set[str] = field(default_factory=set)
+    params_busy: set[tuple[str, bool]] = field(default_factory=set)
     requests: bool | None = None  # returns a request count (None: not asked yet)
     requests_busy: bool = False
     built: dict[str, list[str]] | None = None  # self.<attr> = <callee>(...): attr -> callees
@@ -712,16 +713,18 @@ class Program:
             self._computed(key)
         return facts.flow
 
-    def param_flow(self, func: FunctionInfo, param: str) -> ScopeFlow | None:
-        """The function's flow with ``param`` carrying a count of its own."""
-        key = ("param", id(func.node), param)
+    def param_flow(self, func: FunctionInfo, param: str, listed: bool = False) -> ScopeFlow | None:
+        """The function's flow with ``param`` carrying a count of its own (``listed``: a list
+        of counts, such as the capture sizes)."""
+        slot = (param, listed)
+        key = ("param", id(func.node), slot)
         facts = self.facts.setdefault(id(func.node), FunctionFacts())
-        if param in facts.params_busy:
+        if slot in facts.params_busy:
             return self._busy(key)  # type: ignore[return-value]
-        if param in facts.params:
+        if slot in facts.params:
             self._note(key)
-            return facts.params[param]
-        facts.params_busy.add(param)
+            return facts.params[slot]
+        facts.params_busy.add(slot)
         self._computing(key)
         try:
             module = self.module_at(func.path)
@@ -735,13 +738,32 @@ class Program:
                 _Scope(self, module, cls),
                 summarising=True,
             )
-            flow.seed_params([param], func.node.params)
+            flow.seed_params([param], func.node.params, listed=listed)
             flow.run(ir.body_of(func.node))
-            facts.params[param] = flow
+            facts.params[slot] = flow
         finally:
-            facts.params_busy.discard(param)
+            facts.params_busy.discard(slot)
             self._computed(key)
-        return facts.params[param]
+        return facts.params[slot]
+
+    def from_list(
+        self, func: FunctionInfo, call: ir.Call, listed: Callable[[ir.Expr], bool]
+    ) -> tuple[str | None, bool]:
+        """What ``func`` returns of the lists of counts ``call`` hands it (``listed`` tells
+        one): the kind of the count it picks from one (its largest, its last) or None, and
+        whether it returns one (a sorted copy)."""
+        kind, returns_list = None, False
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is None or not listed(arg):
+                continue
+            flow = self.param_flow(func, param, listed=True)
+            if flow is None:
+                continue
+            if kind is None and flow.returns:
+                kind = flow.returns[0].taint.kind
+            returns_list = returns_list or flow.returns_list
+        return kind, returns_list
 
     def _worth(self, func: FunctionInfo) -> bool:
         """Can the function's own flow find anything? Only if its text names a source or a
@@ -912,7 +934,7 @@ class Program:
         self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> list[tuple[ir.Expr, str]]:
         out = []
-        for arg, flow in self._handed(func, call, tainted):
+        for arg, flow in self.handed(func, call, tainted):
             for _, sink in flow.sunk_params[:1]:
                 out.append((arg, f"{sink} in {func.name}()"))
         return out
@@ -923,11 +945,11 @@ class Program:
         """(sink key, argument) for each argument ``func`` returns in a dict under a sink key."""
         return [
             (key, arg)
-            for arg, flow in self._handed(func, call, tainted)
+            for arg, flow in self.handed(func, call, tainted)
             for _, key in flow.returned_keys
         ]
 
-    def _handed(
+    def handed(
         self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
     ) -> Iterator[tuple[ir.Expr, ScopeFlow]]:
         """Each argument of ``call`` that ``tainted`` holds, with ``func``'s flow of the
@@ -1340,6 +1362,14 @@ class _Scope:
         func = self._callee(call)
         return [] if func is None else self.program.dict_entries(func, call, tainted)
 
+    def from_list(
+        self, call: ir.Call, listed: Callable[[ir.Expr], bool]
+    ) -> tuple[str | None, bool]:
+        func = self._callee(call)
+        if func is None or func.is_property:
+            return None, False
+        return self.program.from_list(func, call, listed)
+
     def source_list(self, node: ir.Call | ir.Attribute) -> bool:
         p = self.program
         if isinstance(node, ir.Call):
@@ -1357,10 +1387,33 @@ class _Scope:
                     return True
         return False
 
-    def fields(self, call: ir.Call) -> tuple[str, ...] | None:
+    def members_filled(
+        self, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        p = self.program
         name = dotted(call.func)
-        klass = None if name is None else self.program.class_named(self.module, name)
-        return None if klass is None else self.program.fields(klass)
+        klass = None if name is None else p.class_named(self.module, name)
+        if klass is None:
+            return []
+        names = p.fields(klass)
+        if names is not None:
+            positional = [a for a in call.args if a.keyword is None]
+            if any(a.star for a in positional):
+                positional = []  # which field a starred argument fills is not known
+            handed = list(zip(names, (a.value for a in positional), strict=False))
+            handed += [(a.keyword, a.value) for a in call.args if a.keyword in names]
+            return [(field, arg) for field, arg in handed if tainted(arg)]
+        init = p.method(klass, "__init__")
+        if init is None:
+            return []
+        # The members ``__init__`` sets from each parameter handed a count (its flow with the
+        # parameter carrying a count of its own: what it stores on ``self``).
+        return [
+            (stored.attr, arg)
+            for arg, flow in p.handed(init, call, tainted)
+            for stored in flow.stored
+            if stored.attr is not None
+        ]
 
 
 # ---- module structure -----------------------------------------------------------------
@@ -1630,6 +1683,7 @@ def _gist(key: tuple, summary: object) -> object:
             tuple((r.taint.kind, r.index) for r in summary.returns),
             tuple((st.attr, st.taint.kind) for st in summary.stored),
             tuple(summary.sunk_params),
+            summary.returns_list,
         )
         return gist if any(gist) else None  # a flow that found nothing reads as none
     if isinstance(summary, Summary):
