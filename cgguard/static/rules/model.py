@@ -21,7 +21,8 @@ Sanitize   ``min()`` with a request count (:data:`REQUEST_COUNT_NAMES` on any re
            ``if x > R: x = R`` and ``x if x <= R else R``. A ``min()`` with a token count
            (:data:`TOKEN_COUNT_NAMES`) or a constant still counts tokens.
 Sinks      the allocation: a store of ``num_gpu_blocks_override`` on any object (also by
-           ``setattr``, ``replace`` and a splatted dict key), block-count keywords
+           ``setattr``, ``mock.patch.object``, ``replace`` and a splatted dict key),
+           block-count keywords
            (``num_blocks=``...), ``available_memory=`` byte budgets, and positional
            arguments of a profiling builder (:data:`_PROFILING_BUILDER`). A *local* named
            like a block count is no sink: it is where the finding goes when its value
@@ -199,7 +200,7 @@ def model() -> Model:
         keyword_sinks=re.compile(r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"),
         budget_keywords=BYTE_BUDGET_NAMES,
         builder_calls=_PROFILING_BUILDER,
-        setattr_calls=frozenset({"setattr", "__setattr__"}),
+        setattr_calls=frozenset({"setattr", "__setattr__", "object"}),
         replace_calls=frozenset({"replace"}),
         placement_names=re.compile(
             r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"

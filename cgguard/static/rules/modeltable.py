@@ -100,9 +100,10 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "setattr_calls": (
         "sinks (the allocation)",
-        '`setattr(obj, "<store sink>", n)` and `object.__setattr__(obj, "<store sink>", n)`: '
-        "the same store as the attribute",
-        "sinks_setattr_override, sinks_setattr_replace_bounded, sinks_object_setattr",
+        '`setattr(obj, "<store sink>", n)`, `object.__setattr__(obj, "<store sink>", n)` and '
+        '`mock.patch.object(obj, "<store sink>", n)`: the same store as the attribute',
+        "sinks_setattr_override, sinks_setattr_replace_bounded, sinks_object_setattr, "
+        "sinks_patch_object",
     ),
     "replace_calls": (
         "sinks (the allocation)",
