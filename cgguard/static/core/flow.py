@@ -496,9 +496,10 @@ class ScopeFlow:
             if self.resolver.source_list(node):  # a helper returning one
                 return True
             # a helper returning one it is handed (sorted, filtered)
-            return self._hands_list(node) and self.resolver.from_list(
-                node, lambda e: self._source_list(e, depth + 1)
-            )[1]
+            return (
+                self._hands_list(node)
+                and self.resolver.from_list(node, lambda e: self._source_list(e, depth + 1))[1]
+            )
         if isinstance(node, ir.Comprehension) and node.kind in ("list", "generator", "set"):
             first = node.generators[0]
             return (
@@ -516,7 +517,10 @@ class ScopeFlow:
             value = a.value
             if a.star or type(value) is ir.Const:
                 continue
-            if isinstance(value, ir.Call) and last_name(value.func) not in self.model.collection_calls:
+            if (
+                isinstance(value, ir.Call)
+                and last_name(value.func) not in self.model.collection_calls
+            ):
                 continue
             if self._source_list(value):
                 return True
