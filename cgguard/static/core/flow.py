@@ -397,7 +397,7 @@ class ScopeFlow:
             ):
                 return Taint(TOKEN, node)
             if self._hands_list(node):
-                picked, _ = self.resolver.from_list(node, self._source_list)
+                picked, _ = self.resolver.from_list(node, self._handed_list)
                 if picked is not None:
                     return Taint(picked, node)  # the helper's pick is the call's count
             if callee in m.clamp_calls:
@@ -476,8 +476,9 @@ class ScopeFlow:
             return replace(taint, kind=kind, through=taint.through or f"{name}()")
         return None
 
-    def _source_list(self, node: ir.Expr, depth: int = 0) -> bool:
-        """A list of sources: a local holding one, a sorted or filtered copy of one."""
+    def _source_list(self, node: ir.Expr, depth: int = 0, resolved: bool = True) -> bool:
+        """A list of sources: a local holding one, a sorted or filtered copy of one; with
+        ``resolved``, also a member of ``self`` a method sets to one, or a helper's return."""
         if isinstance(node, ir.Name) and self.env.get(node.id) is _SOURCE_LIST:
             return True
         if depth > 8:
@@ -486,45 +487,44 @@ class ScopeFlow:
             if self.model.is_source_list(node):
                 return True
             # a member of ``self`` a method sets to one
-            return isinstance(node, ir.Attribute) and (
-                _is_name(node.value, "self") and self.resolver.source_list(node)
+            return (
+                resolved
+                and isinstance(node, ir.Attribute)
+                and _is_name(node.value, "self")
+                and self.resolver.source_list(node)
             )
         if isinstance(node, ir.Call) and last_name(node.func) in self.model.collection_calls:
             args = _positional(node)
-            return bool(args) and not args[0].star and self._source_list(args[0].value, depth + 1)
-        if isinstance(node, ir.Call):
+            return (
+                bool(args)
+                and not args[0].star
+                and self._source_list(args[0].value, depth + 1, resolved)
+            )
+        if isinstance(node, ir.Call) and resolved:
             if self.resolver.source_list(node):  # a helper returning one
                 return True
             # a helper returning one it is handed (sorted, filtered)
-            return (
-                self._hands_list(node)
-                and self.resolver.from_list(node, lambda e: self._source_list(e, depth + 1))[1]
-            )
+            return self._hands_list(node) and self.resolver.from_list(node, self._handed_list)[1]
         if isinstance(node, ir.Comprehension) and node.kind in ("list", "generator", "set"):
             first = node.generators[0]
             return (
                 isinstance(first.target, ir.Name)
                 and isinstance(node.elt, ir.Name)
                 and node.elt.id == first.target.id
-                and self._source_list(first.iter, depth + 1)
+                and self._source_list(first.iter, depth + 1, resolved)
             )
         return False
 
+    def _handed_list(self, node: ir.Expr) -> bool:
+        """A list of sources the scope itself shows (a local holding one, the model's lists
+        and copies of them), as a helper is handed it. A member of ``self`` or a call's
+        result handed on is not resolved for it: most calls' arguments are members, and
+        asking each would compute the flows of every method setting them."""
+        return self._source_list(node, resolved=False)
+
     def _hands_list(self, call: ir.Call) -> bool:
-        """Does ``call`` hand a list of sources to its callee? Only a local, a member or a
-        copy of one is looked at (a call's own result is not resolved for it)."""
-        for a in call.args:
-            value = a.value
-            if a.star or type(value) is ir.Const:
-                continue
-            if (
-                isinstance(value, ir.Call)
-                and last_name(value.func) not in self.model.collection_calls
-            ):
-                continue
-            if self._source_list(value):
-                return True
-        return False
+        """Does ``call`` hand a list of sources (:meth:`_handed_list`) to its callee?"""
+        return any(not a.star and self._handed_list(a.value) for a in call.args)
 
     def _tainted(self, node: ir.Expr) -> bool:
         return self.taint_of(node) is not None
@@ -699,11 +699,15 @@ class ScopeFlow:
                 else None
             )
         elif root in params:
-            arg = (
-                call_argument(call, owner, root)
-                if isinstance(call, ir.Call) and not summary.stored
-                else None
-            )
+            built = self._built_read(call).value if isinstance(call, ir.Attribute) else None
+            if isinstance(call, ir.Call) and not summary.stored:
+                arg = call_argument(call, owner, root)
+            elif isinstance(built, ir.Call) and summary.stored and owner.name == "__init__":
+                # a member the object's ``__init__`` set from its parameter: the argument
+                # the call building the object (``Limits(self.vllm_config).tokens``) gave it
+                arg = call_argument(built, owner, root)
+            else:
+                arg = None
             base = self._resolve(arg) if arg is not None else None
         else:
             base = root
@@ -725,8 +729,8 @@ class ScopeFlow:
             return self._resolve(node.args[0].value, depth + 1) if node.args else None
         if isinstance(node, ir.Call) and depth < 8 and self._hands_list(node):
             # a helper returning the list of sources it is handed: that list's receiver
-            if self.resolver.from_list(node, self._source_list)[1]:
-                handed = [a.value for a in node.args if not a.star and self._source_list(a.value)]
+            if self.resolver.from_list(node, self._handed_list)[1]:
+                handed = [a.value for a in node.args if not a.star and self._handed_list(a.value)]
                 return self._resolve(handed[0], depth + 1) if handed else None
             return None
         if isinstance(node, ir.Comprehension) and depth < 8:
@@ -820,9 +824,19 @@ class ScopeFlow:
             request=request,
             stmt=self.current_stmt,
             guessed=guessed,
-            via=taint.helper.spelled if taint.helper is not None else taint.through,
+            via=self._via(taint),
             helper=taint.helper,
         )
+
+    def _via(self, taint: Taint) -> str | None:
+        """The helper or member a count came through, as the scope spells it: a member of
+        another object is its read (``limits.graph_tokens``), not the class's ``self.``."""
+        if taint.helper is None:
+            return taint.through
+        read = taint.call
+        if isinstance(read, ir.Attribute) and not _is_name(read.value, "self"):
+            return dotted(read) or taint.helper.spelled
+        return taint.helper.spelled
 
     def pending(self, value: ir.Expr, sink: str, parent: object | None) -> Taint | None:
         """``value`` is assigned to a block-named local: the hit is made here, recorded later."""

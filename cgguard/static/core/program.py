@@ -804,7 +804,8 @@ class Program:
         there may return a count. One imported from a module that names none cannot (a call's
         summary is not looked for there either: :meth:`_Scope.member`). A name its module
         cannot bind to a function (a class) brings one only through its static and class
-        methods: it is the word ``Name.``, and ``Name(...)`` is not a use of it."""
+        methods: it is the word ``Name.``, and ``Name(...)`` is not a use of it (the members
+        of an object it builds are words of the module's own walk: :meth:`_imported_words`)."""
         if self.root is None:
             return set()
         self._read_local_imports(module)
@@ -1106,6 +1107,8 @@ class Program:
                 target = self.module_named(name)
                 if target is not None and target is not module and self._names_a_source(target):
                     words |= {f.name for f in target.functions.values() if self._carries(f)}
+                    if self._built_object_carries(module, local, qualified=True):
+                        words.add(f"{local}.")
                 continue
             if not self.may_bind_function(name, attr):
                 # A class, a constant: no helper to summarise, but a class's static and
@@ -1113,6 +1116,8 @@ class Program:
                 # module's text calls through it are asked.
                 if self._class_method_carries(module, local):
                     words.add(f"{local}.")
+                if self._built_object_carries(module, local):
+                    words.add(f"{local}(")
                 continue
             where = self.imported(module, local)
             if where is None or not where[1] or not self._names_a_source(where[0]):
@@ -1142,6 +1147,36 @@ class Program:
             return False
         methods = (self.method(klass, name) for name in sorted(called))
         return any(m is not None and self._carries(m) for m in methods)
+
+    def _built_object_carries(
+        self, module: ModuleInfo, local: str, qualified: bool = False
+    ) -> bool:
+        """Does an object of the class imported as ``local``, which the text of ``module``
+        builds (``local(...)``), have a member carrying a count: an attribute a method of it
+        or of its bases sets from one, or a property returning one? Its module is read only
+        where the text builds one. ``qualified``: ``local`` is a module, and the classes are
+        those the text builds through it (``local.Name(...)``)."""
+        text = self.texts.get(module.path, "")
+        if not qualified:
+            klass = self.class_named(module, local) if _holds_word(text, f"{local}(") else None
+            return klass is not None and self._object_members_carry(klass)
+        for name in sorted(_called_through(text, local)):
+            klass = self.class_named(module, f"{local}.{name}")
+            if klass is not None and self._object_members_carry(klass):
+                return True
+        return False
+
+    def _object_members_carry(self, klass: ClassInfo) -> bool:
+        for base in self.mro(klass):
+            for func in base.methods.values():
+                if func.is_property:
+                    if self._carries(func):
+                        return True
+                    continue
+                flow = self.function_flow(func)
+                if flow is not None and any(st.attr for st in flow.stored):
+                    return True
+        return False
 
     def _carries(self, func: FunctionInfo) -> bool:
         summary = self.summary(func)

@@ -174,8 +174,12 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
 NOT_FOLLOWED = (
     "functions and classes outside the project (vLLM's own helpers, other packages): their "
     "results carry no capture size; `getattr` and `setattr` with a name that is not a "
-    "constant; code run from text (`exec`, `eval`)",
-    "imports_aliased_runner_bounded, version_getattr_other_attributes, not_followed_dynamic_names",
+    "constant; code run from text (`exec`, `eval`); the last capture size taken by starred "
+    "unpacking (`*_, last = sizes`) or by `sizes[len(sizes) - 1]`; a member of `self` "
+    "holding a list of capture sizes handed straight to a helper (through a local it is "
+    "followed)",
+    "imports_aliased_runner_bounded, version_getattr_other_attributes, "
+    "not_followed_dynamic_names, not_followed_list_shapes",
 )
 
 
