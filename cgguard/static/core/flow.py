@@ -248,12 +248,52 @@ class NoResolver:
 
 _REQUEST = object()
 _TOKENS = object()
+_UNKNOWN = object()  # not in taint_of's memo
 _SOURCE_LIST = object()
 _SOURCE_ELEMENT = object()
 
 # Nodes with no node inside: nothing to look into.
 _LEAVES = frozenset({ir.Name, ir.Const})
 _SKIPPED = (ir.Lambda, ir.Comprehension)
+
+
+class _Watched(dict):
+    """A scope's env or aliases: every write through its methods clears taint_of's memo
+    (``memo``), whose answers were read from the state before it. Nothing writes to them
+    otherwise (``|=`` is not used on them)."""
+
+    def __init__(self, memo: dict, *args: object) -> None:
+        super().__init__(*args)
+        memo.clear()
+        self._memo = memo
+
+    def __setitem__(self, key, value) -> None:
+        self._memo.clear()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self._memo.clear()
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        self._memo.clear()
+        return super().pop(*args)
+
+    def setdefault(self, key, default=None):
+        self._memo.clear()
+        return super().setdefault(key, default)
+
+    def update(self, *args, **kwargs) -> None:
+        self._memo.clear()
+        super().update(*args, **kwargs)
+
+    def clear(self) -> None:
+        self._memo.clear()
+        super().clear()
+
+    def popitem(self):
+        self._memo.clear()
+        return super().popitem()
 
 
 @dataclass(frozen=True)
@@ -318,8 +358,13 @@ class ScopeFlow:
         self._returned: set[int] = set()
         self.dead = False
         self.current_stmt: object | None = None
-        self.env: dict[str, object] = {}
-        self.aliases: dict[str, ir.Expr] = {}
+        # What taint_of found for each node since the scope's state last changed: a
+        # statement asks about the same expressions several times (its value, each call's
+        # arguments, stores, escapes). Any write to env or aliases, and any function the
+        # scope defines, clears it (_Watched, _define).
+        self._memo: dict[ir.Expr, Taint | None] = {}
+        self.env: dict[str, object] = _Watched(self._memo)
+        self.aliases: dict[str, ir.Expr] = _Watched(self._memo)
         self.hits: list[Hit] = []
         for p in params:
             if p.name in model.request_counts:
@@ -337,6 +382,12 @@ class ScopeFlow:
     def taint_of(self, node: ir.Expr) -> Taint | None:
         if type(node) is ir.Const:
             return None  # a literal carries no count
+        found = self._memo.get(node, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self._memo[node] = self._taint_of(node)
+        return found  # type: ignore[return-value]
+
+    def _taint_of(self, node: ir.Expr) -> Taint | None:
         m = self.model
         if m.is_source(node):
             return Taint(TOKEN, node)
@@ -428,12 +479,12 @@ class ScopeFlow:
             if body_bound is not None:
                 self.env[body_bound] = _REQUEST
             body = self.taint_of(node.body)
-            self.env = dict(saved)
+            self.env = _Watched(self._memo, saved)
             if else_bound is not None:
                 self.env[else_bound] = _REQUEST
             other = self.taint_of(node.orelse)
         finally:
-            self.env = saved
+            self.env = _Watched(self._memo, saved)
         return body or other
 
     def _passed_args(self, call: ir.Call, index: int | None):
@@ -899,7 +950,9 @@ class ScopeFlow:
         return State(dict(self.env), dict(self.aliases), self.dead)
 
     def restore(self, state: State) -> None:
-        self.env, self.aliases, self.dead = dict(state.env), dict(state.aliases), state.dead
+        self.env = _Watched(self._memo, state.env)
+        self.aliases = _Watched(self._memo, state.aliases)
+        self.dead = state.dead
 
     def join(self, *states: State) -> State:
         live = [s for s in states if not s.dead]
@@ -951,21 +1004,27 @@ class ScopeFlow:
         self.run(body)
         return self.snapshot()
 
+    def _define(self, name: str, func: ir.FunctionDef | None) -> None:
+        """The scope's ``name`` calls ``func`` from here on (see :meth:`Resolver.define`):
+        what a call of it gives may change, so taint_of's answers are dropped."""
+        self.resolver.define(name, func)
+        self._memo.clear()
+
     def stmt(self, node: ir.Stmt) -> None:
         if isinstance(node, ir.FunctionDef):
             # A helper defined in the scope (a closure doing the override for its caller):
             # its calls below are resolved to it, as a module's functions are.
-            self.resolver.define(node.name, node)
+            self._define(node.name, node)
             return
         if isinstance(node, ir.ClassDef):
-            self.resolver.define(node.name, None)
+            self._define(node.name, None)
             return
         self.current_stmt = node
         if isinstance(node, ir.Assign):
             self.expr(node.value)
             for target in node.targets:
                 if isinstance(target, ir.Name):
-                    self.resolver.define(target.id, _lambda_function(target.id, node.value))
+                    self._define(target.id, _lambda_function(target.id, node.value))
                 if self.assign_call(target, node.value):
                     continue
                 for name, value in unpack_pairs(target, node.value):
