@@ -1477,10 +1477,6 @@ def _is_name(node: object, name: str) -> bool:
     return isinstance(node, ir.Name) and node.id == name
 
 
-def _is_self_attr(node: object, attr: str) -> bool:
-    return isinstance(node, ir.Attribute) and node.attr == attr and _is_name(node.value, "self")
-
-
 def _block_stmts(body: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
     """Statements of a block, looking into ``if``/``try`` blocks at the same level."""
     for stmt in body:
