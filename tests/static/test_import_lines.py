@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgguard.static.core.modulefiles import import_names, import_statements
+from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
 from cgguard.static.driver.context import RunContext
 
 
@@ -67,3 +67,64 @@ def test_a_file_importing_only_from_elsewhere_leads_to_no_source(tmp_path: Path)
     assert context.imports_a_source("from pkg import helpers\n", user, root)
     assert context.imports_a_source("import pkg.helpers\n", user, root)
 
+
+def _project(tmp_path: Path, tops: tuple[str, ...]) -> ModuleFiles:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    for top in tops:
+        (tmp_path / top).mkdir()
+        (tmp_path / top / "__init__.py").write_text("")
+    return ModuleFiles(str(tmp_path))
+
+
+def test_bytes_that_may_import_a_project_module(tmp_path: Path) -> None:
+    files = _project(tmp_path, ("pkg", "tree"))
+    inside = str(tmp_path / "pkg" / "user.py")  # a module of the project: pkg.user
+    outside = str(tmp_path / "not-a-package" / "user.py")  # no dotted name
+    for text in (
+        "from pkg.helpers import cap\n",
+        "import os, tree\n",
+        "import os, \\\n    tree\n",
+        "from  tree  import x\n",
+        "if True: import pkg\n",
+        "x = 1; import pkg.helpers as h\n",
+        "from\ttree import x\n",
+        "from .tree import x\n",
+        "import(tree)\n",  # no Python, but the statements read it: the parser reports it
+    ):
+        assert files.may_import(text.encode(), outside), text
+    assert files.may_import(b"from . import helpers\n", inside)
+    assert files.may_import(b"from ..up import helpers\n", inside)
+    for text in (
+        "import os\nfrom torch import nn\n",
+        "from treelib import Tree\nimport pkgutil\n",
+        "from . import helpers\n",  # outside any package: resolves to no module
+        "x = 'a \\\n b'\nimport os\n",
+    ):
+        assert not files.may_import(text.encode(), outside), text
+
+
+def test_may_import_holds_every_import_the_statements_find(
+    tmp_path: Path, vllm_dir: Path
+) -> None:
+    """On every installed vLLM file and every rule case, the byte test is a superset of the
+    import statements read from the text: a file it passes over imports no top."""
+    tops = ("torch", "transformers", "vllm_ext", "tree", "fix")
+    files = _project(tmp_path, tops)
+    outside = str(tmp_path / "not-a-package" / "m.py")
+    sources = list(vllm_dir.rglob("*.py"))
+    sources += list((Path(__file__).parents[2] / "rules").rglob("*.pycase"))
+    found = passed_over = 0
+    for source in sources:
+        data = source.read_bytes()
+        text = data.decode("utf-8", errors="replace")
+        imported = [
+            name
+            for module, rest in import_statements(text, "", False)
+            for name in ([module] if module is not None else import_names(rest))
+        ]
+        if any(name.split(".", 1)[0] in tops for name in imported):
+            found += 1
+            assert files.may_import(data, outside), source
+        elif not files.may_import(data, outside):
+            passed_over += 1
+    assert found > 100 and passed_over > 100  # both answers are exercised

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from cgguard.static.driver.context import RunContext
 from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import names_a_source, plain_bytes
-from cgguard.static.driver.projectroot import ProjectRoots
 from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
 from cgguard.static.source import sourcefile
 from cgguard.static.source.findings import FileError, Finding
@@ -142,7 +142,8 @@ def check_text(
 ) -> FileResult:
     """``context``: what the run has read (:class:`.context.RunContext`); None: this file alone.
     ``names_source``: what the byte screen found (:func:`screen_file`): True, the text names
-    a source; False, it does not but imports something and names a block count; None: ask."""
+    a source; False, it does not but may import a module of its project and names a block
+    count; None: ask."""
     result = FileResult(path)
     try:
         result.findings = _checker(path, finding_filter, context, names_source)(text)
@@ -172,23 +173,27 @@ def _may_import_a_count(text: str) -> bool:
     return "import" in text and mentions_sink_word(text)
 
 
-def _importer_bytes(path: str, data: bytes, roots: ProjectRoots) -> bool:
-    """Without a capture size, a file of a project that imports something and names a block
-    count may still take one from a helper of another module (the core follows the import)."""
+def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
+    """Without a capture size, a file of a project that imports one of the project's modules
+    and names a block count may still take one from a helper of it (the core follows the
+    import). Its bytes are asked whether they may import one before its text is decoded
+    and its import statements are read: in a tree whose imports name no module of its
+    project (an installed package copied into another project), none is."""
     if b"import" not in data or not _mentions_sink_word(data):
         return False
-    return roots.of(os.path.dirname(os.path.abspath(path))) is not None
+    root = context.roots.of(os.path.dirname(os.path.abspath(path)))
+    return root is not None and context.module_files(root).may_import(data, path)
 
 
-def screen_file(path: str, roots: ProjectRoots | None = None) -> FileResult | tuple[str, bool]:
+def screen_file(path: str, context: RunContext | None = None) -> FileResult | tuple[str, bool]:
     """The byte screen: the file's result when its bytes settle it (most files of a
     tree), else its decoded text, which must be checked, and whether it names a source
-    (False: it imports something of its project and names a block count).
-    ``roots``: the run's project roots found so far."""
+    (False: it imports a module of its project and names a block count).
+    ``context``: what the run has read so far (its project roots and module files)."""
     try:
         data = sourcefile.read_bytes(path)
         source = names_a_source(data)
-        wanted = source or _importer_bytes(path, data, roots or ProjectRoots())
+        wanted = source or _importer_bytes(path, data, context or RunContext())
         if not wanted and plain_bytes(data):
             return FileResult(path)
         decoded = sourcefile.decode(data)  # decoding problems are reported for every file
@@ -345,7 +350,6 @@ def _not_checked(path: str, error: FileError) -> FileResult:
 def check_paths(
     paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
 ) -> RunResult:
-    from cgguard.static.driver.context import RunContext
     from cgguard.static.driver.parallel import Later, map_files
 
     # One run's reading of each project (roots, modules, summaries), shared by its files.
@@ -358,7 +362,7 @@ def check_paths(
         path, error = item
         if error:
             return _not_checked(path, error)
-        screened = _guarded(path, lambda p: screen_file(p, context.roots))
+        screened = _guarded(path, lambda p: screen_file(p, context))
         if isinstance(screened, FileResult):
             return screened
         text, source = screened

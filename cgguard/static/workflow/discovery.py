@@ -335,21 +335,32 @@ def _git_tree(folder: str) -> tuple[str, list[tuple[str, IgnoreRule]]] | None:
     ``.git/info/exclude`` (both relative to that top). None outside one, or without git."""
     import subprocess
 
-    def git(*args: str) -> subprocess.CompletedProcess | None:
+    def start(*args: str) -> subprocess.Popen[str] | None:
         try:
-            return subprocess.run(
-                ["git", "-C", folder, *args], capture_output=True, text=True, check=False
+            return subprocess.Popen(
+                ["git", "-C", folder, *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
             )
         except OSError:  # no git on this machine
             return None
 
-    paths = git("rev-parse", "--show-toplevel", "--git-path", "info/exclude")
-    if paths is None or paths.returncode != 0 or len(paths.stdout.splitlines()) != 2:
+    def finish(proc: subprocess.Popen[str] | None) -> tuple[int, str] | None:
+        if proc is None:
+            return None
+        out = proc.communicate()[0]
+        return proc.returncode, out
+
+    # Both questions at once: each is a process start, and neither waits for the other.
+    asked = start("rev-parse", "--show-toplevel", "--git-path", "info/exclude")
+    configured = finish(start("config", "--path", "--get", "core.excludesFile"))
+    paths = finish(asked)
+    if paths is None or paths[0] != 0 or len(paths[1].splitlines()) != 2:
         return None
-    top, info_exclude = paths.stdout.splitlines()
-    configured = git("config", "--path", "--get", "core.excludesFile")
-    if configured is not None and configured.returncode == 0 and configured.stdout.strip():
-        global_file = configured.stdout.strip()
+    top, info_exclude = paths[1].splitlines()
+    if configured is not None and configured[0] == 0 and configured[1].strip():
+        global_file = configured[1].strip()
     else:  # git's default: $XDG_CONFIG_HOME/git/ignore, or ~/.config/git/ignore
         config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
         global_file = os.path.join(config_home, "git", "ignore")
