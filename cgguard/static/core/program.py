@@ -78,6 +78,8 @@ class ModuleInfo:
     # local name -> the function a ``functools.partial`` of it stands for
     partials: dict[str, ir.Expr] = field(default_factory=dict)
     lines: list[str] | None = None
+    # id of a class's node -> the class (``classes`` by node: a method finds its class)
+    class_at: dict[int, ClassInfo] = field(default_factory=dict)
     carriers: set[int] | None = None  # see Program._carriers
     local_imports_read: bool = False  # see Program._read_local_imports
 
@@ -321,11 +323,16 @@ class Program:
                 for target in stmt.targets:
                     if isinstance(target, ir.Name):
                         info.partials[target.id] = stmt.value.args[0].value
+        info.class_at = {id(cls.node): cls for cls in info.classes.values()}
         return info
 
     def _local_imports(self, module: ModuleInfo, func: FunctionInfo) -> None:
         """A function's own imports (``from m import helper`` in its body) bind names its
-        calls resolve through, as the module's do (a module-level name is kept)."""
+        calls resolve through, as the module's do (a module-level name is kept). A body
+        whose text holds no ``import`` has none: it is not walked for them."""
+        span = func.node.span
+        if not any("import" in line for line in self._lines(module)[span.line - 1 : span.end_line]):
+            return
         for stmt in _walk_stmts(ir.body_of(func.node)):
             if isinstance(stmt, ir.Import):
                 found = ModuleInfo(module.path, module.dotted, module.tree)
@@ -352,10 +359,7 @@ class Program:
             if "import" not in text or not self._imports_a_source(module, text):
                 continue
             self._local_imports(module, func)
-            todo.extend(
-                FunctionInfo(node, None, module.path)
-                for node, _ in _nested_functions(ir.body_of(func.node), None)
-            )
+            todo.extend(_functions_inside(func, lines))
 
     def _imports_a_source(self, module: ModuleInfo, text: str) -> bool:
         """Does ``text`` (code of ``module``) import from a project module naming a source?"""
@@ -527,12 +531,7 @@ class Program:
         if func.cls is None:
             return None
         module = self.module_at(func.path)
-        if module is None:
-            return None
-        for cls in module.classes.values():
-            if cls.node is func.cls:
-                return cls
-        return None
+        return None if module is None else module.class_at.get(id(func.cls))
 
     def built_class(
         self, cls: ClassInfo, attr: str, holds: Callable[[str], bool] | None = None
@@ -1002,10 +1001,7 @@ class Program:
                 break
             for func in todo:
                 done.add(id(func.node))
-                funcs.extend(
-                    FunctionInfo(node, None, module.path)
-                    for node, _ in _nested_functions(ir.body_of(func.node), None)
-                )
+                funcs.extend(_functions_inside(func, lines))
                 flow = self.function_flow(func, walk=True)
                 if flow is None:
                     continue
@@ -1502,6 +1498,19 @@ def _all_functions(module: ModuleInfo) -> Iterator[FunctionInfo]:
     for node, owner in _nested_functions(module.tree.body, None):
         if id(node) not in known:
             yield FunctionInfo(node, owner, module.path)
+
+
+def _functions_inside(func: FunctionInfo, lines: list[str]) -> list[FunctionInfo]:
+    """The functions ``func`` defines in its body (each a scope of its own). A body whose
+    text after the first line holds neither ``def`` nor ``class`` defines none: it is not
+    walked for them."""
+    span = func.node.span
+    if not any("def" in line or "class" in line for line in lines[span.line : span.end_line]):
+        return []
+    return [
+        FunctionInfo(node, None, func.path)
+        for node, _ in _nested_functions(ir.body_of(func.node), None)
+    ]
 
 
 def _nested_functions(

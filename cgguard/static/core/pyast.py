@@ -14,6 +14,8 @@ from typing import Any
 
 from cgguard.static.core import ir
 
+_make_tuple = tuple.__new__
+
 _BINOPS = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -126,7 +128,9 @@ class _Lowering:
         line, end_line = node.lineno, node.end_lineno
         col, end_col = node.col_offset, node.end_col_offset
         if self.ascii_only:
-            return ir.Span(line, col, end_line, end_col)
+            # ``tuple.__new__`` makes the same Span without the named tuple's own ``__new__``
+            # (a Python function): this runs once for every node of every lowered body.
+            return _make_tuple(ir.Span, (line, col, end_line, end_col))
         text = self.lines[line - 1]
         if not text.isascii():
             col = len(text.encode("utf-8")[:col].decode("utf-8", errors="replace"))
