@@ -128,3 +128,21 @@ def test_may_import_holds_every_import_the_statements_find(
         elif not files.may_import(data, outside):
             passed_over += 1
     assert found > 100 and passed_over > 100  # both answers are exercised
+
+
+def test_the_screen_decodes_only_files_that_may_import_from_their_project(tmp_path: Path) -> None:
+    from cgguard.static.driver.run import FileResult, screen_file
+
+    files = _project(tmp_path, ("pkg",))
+    (tmp_path / "pkg" / "helpers.py").write_text(
+        "def cap(c):\n    return c.max_cudagraph_capture_size\n"
+    )
+    (tmp_path / "copied").mkdir()
+    elsewhere = tmp_path / "copied" / "runner.py"
+    elsewhere.write_text("from vllm.config import limits\nnum_blocks = limits(c)\n")
+    ours = tmp_path / "copied" / "worker.py"
+    ours.write_text("from pkg.helpers import cap\nnum_blocks = cap(c)\n")
+    context = RunContext()
+    assert isinstance(screen_file(str(elsewhere), context), FileResult)
+    assert screen_file(str(ours), context) == (ours.read_text(), False)
+    assert files.tops() == {"pkg", "copied"}  # vllm is none of the project's
