@@ -137,7 +137,7 @@ class _Lowering:
         text = self.lines[end_line - 1]
         if not text.isascii():
             end_col = len(text.encode("utf-8")[:end_col].decode("utf-8", errors="replace"))
-        return ir.Span(line, col, end_line, end_col)
+        return _make_tuple(ir.Span, (line, col, end_line, end_col))
 
     # ---- statements --------------------------------------------------------------------
 

@@ -179,10 +179,12 @@ def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
     import). Its bytes are asked whether they may import one before its text is decoded
     and its import statements are read: in a tree whose imports name no module of its
     project (an installed package copied into another project), none is."""
-    if b"import" not in data or not _mentions_sink_word(data):
+    if b"import" not in data:
         return False
-    root = context.roots.of(os.path.dirname(os.path.abspath(path)))
-    return root is not None and context.module_files(root).may_import(data, path)
+    root = context.roots.of(os.path.dirname(os.path.abspath(path)))  # one lookup per folder
+    if root is None or not _mentions_sink_word(data):
+        return False
+    return context.module_files(root).may_import(data, path)
 
 
 def screen_file(path: str, context: RunContext | None = None) -> FileResult | tuple[str, bool]:
