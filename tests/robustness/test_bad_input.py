@@ -25,23 +25,23 @@ from tests.robustness.conftest import (
 )
 
 # name -> (bytes, the reason expected in its error line). Syntax errors only
-# count in files that mention the capture size: other files are never parsed
-# (docs/robustness.md).
+# count in files that mention the capture size and a sink word (here, outside any
+# project): other files are never parsed (docs/robustness.md).
 BAD_FILES = {
     "syntax_error.py": (
-        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
-        "syntax error at line 3",
+        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    min_blocks = n\n    def (\n",
+        "syntax error at line 4",
     ),
     "invalid_utf8.py": (b'# capture_size\nx = "caf\xe9"\n', "not valid UTF-8: byte 0xe9 at line 2, column 9"),
     "binary.py": (b"\x7fELF\x02\x01\x01\x00\x00capture_size\x00\x00", "binary file (contains NUL bytes)"),
     "bad_cookie.py": (b"# -*- coding: no-such-codec -*-\nx = 1\n", "no-such-codec"),
     "wrong_cookie.py": (b"# coding: ascii\n# capture_size\nx = '\xc3\xa9'\n", "not valid ascii"),
     "deep_parens.py": (
-        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"  # max_cudagraph_capture_size\n",
+        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"  # max_cudagraph_capture_size, num_blocks\n",
         "too many nested parentheses",
     ),
     "deep_chain.py": (
-        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    x = "
+        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    num_blocks = "
         + b"+".join([b"a"] * 100_000) + b"\n",
         "too deeply nested",
     ),

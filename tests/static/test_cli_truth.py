@@ -192,10 +192,38 @@ def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_pa
     for name in ("max_cudagraph_capture_size", "max_capture_size", "cudagraph_capture_sizes",
                  "cudagraph_batch_sizes"):
         assert f"`{name}`" in linter_page[linter_page.index("## Which files are parsed"):]
-    # A file that mentions one is parsed whole, whatever else it names.
+    # A file that mentions one but no sink word is parsed only where another module of its
+    # project could complete a flow with it: not outside any project ...
     no_sink = run_cgguard("check", "no_sink.py", cwd=tmp_path)
-    assert no_sink.returncode == 2
-    assert no_sink.stderr.startswith("no_sink.py: error: syntax error at line 3")
+    assert (no_sink.returncode, no_sink.stderr) == (0, ""), no_sink.stderr
+    # ... nor in a project whose modules it cannot be (its path is no module name) and
+    # whose modules it does not import ...
+    no_sink_text = (tmp_path / "no_sink.py").read_text()
+    _write(tmp_path / "proj", {
+        "pyproject.toml": "[project]\nname = 'proj'\n",
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": "def set_count(cfg, n):\n    cfg.num_gpu_blocks_override = n\n",
+        "pkg/no_sink.py": no_sink_text,
+        "my-scripts/no_sink.py": no_sink_text,
+        "my-scripts/importer.py": "from pkg.helpers import set_count\n" + no_sink_text,
+    })
+    for command in ("check", "fix"):
+        for unparsed_path in ("no_sink.py", "proj/my-scripts/no_sink.py"):
+            script = run_cgguard(command, unparsed_path, cwd=tmp_path)
+            assert (script.returncode, script.stderr) == (0, ""), (command, script.stderr)
+    # ... but as a module of its project (others may import its helpers) or when it imports
+    # one (a helper there may allocate), it is parsed, and its syntax error reported.
+    for parsed_path in ("proj/pkg/no_sink.py", "proj/my-scripts/importer.py"):
+        for command in ("check", "fix"):
+            in_project = run_cgguard(command, parsed_path, cwd=tmp_path)
+            assert in_project.returncode == 2, (parsed_path, command, in_project.stderr)
+            assert in_project.stderr.startswith(f"{parsed_path}: error: "), in_project.stderr
+            assert "syntax error at line" in in_project.stderr
+    # The words the page lists are the model's sink words.
+    from cgguard.static.rules.model import SINK_WORD_LIST
+    parsed_section = linter_page[linter_page.index("## Which files are parsed"):]
+    assert all(f"`{word}`" in parsed_section for word in SINK_WORD_LIST)
+    assert "`my-scripts/tool.py`" in parsed_section
     # The linter page's exit-code section says exactly that, instead of promising 2 for any
     # unparsable file.
     linter = (REPO / "docs" / "linter.md").read_text(encoding="utf-8")

@@ -76,7 +76,10 @@ def core_hits(
     root = context.roots.of(os.path.dirname(os.path.abspath(path))) if path else None
     if names_source is None:
         names_source = might_match(text)
-    if not names_source and not context.imports_a_source(text, path, root):
+    if names_source:
+        if not context.may_reach_a_sink(text, path):
+            return [], None  # a source, but no sink it could reach: nothing to parse
+    elif not context.imports_a_source(text, path, root):
         return [], None  # no source here, and no module of the project it imports has one
     program = context.program(root)
     module = program.add(path, text, tree() if callable(tree) else tree)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
 from cgguard.static.driver.prefilter import names_a_source
 from cgguard.static.driver.projectroot import ProjectRoots
+from cgguard.static.rules.model import mentions_sink_word
 
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
@@ -46,6 +47,25 @@ class RunContext:
         if found is None:
             found = self.paths[root] = ModuleFiles(root)
         return found
+
+    def may_reach_a_sink(self, data: bytes | str, path: str) -> bool:
+        """Can the code of a file that names a source take it to a sink? Every sink of the
+        model names a sink word (:func:`.model.mentions_sink_word`). Without one, only
+        another module of its project can complete a flow: a helper the file imports (it
+        allocates), or a module that imports a helper of the file (the finding lands at the
+        helper's return). A file outside any project, or one no module can import (its
+        path is no module name) whose bytes import none of the project's modules, has no
+        finding to give, so it is not parsed."""
+        if mentions_sink_word(data):
+            return True
+        root = self.roots.of(os.path.dirname(os.path.abspath(path))) if path else None
+        if root is None:
+            return False
+        files = self.module_files(root)
+        if files.dotted_of(os.path.abspath(path)) is not None:
+            return True
+        raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+        return files.may_import(raw, path)
 
     def imports_a_source(self, text: str, path: str, root: str | None, depth: int = 0) -> bool:
         """Does ``text`` import a module of its project whose text names a source, or

@@ -158,11 +158,13 @@ def check_text(
 
 def _check_parses(text: str) -> bool:
     """Does the check parse all of ``text`` (so a fixed text needs no parse of its own)? It
-    does whenever the text names a source: the core reads the whole file with Python's
-    parser before anything else (:func:`.check.core_hits`)."""
+    does whenever the text names a source and a sink word: the core reads the whole file
+    with Python's parser before anything else (:func:`.check.core_hits`). A text without a
+    sink word is parsed by the check only inside some projects, so the fixer parses it."""
     from cgguard.static.driver.prefilter import might_match
+    from cgguard.static.rules.model import mentions_sink_word
 
-    return might_match(text)
+    return might_match(text) and mentions_sink_word(text)
 
 
 def _may_import_a_count(text: str) -> bool:
@@ -194,8 +196,9 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
     ``context``: what the run has read so far (its project roots and module files)."""
     try:
         data = sourcefile.read_bytes(path)
-        source = names_a_source(data)
-        wanted = source or _importer_bytes(path, data, context or RunContext())
+        context = context or RunContext()
+        source = names_a_source(data) and context.may_reach_a_sink(data, path)
+        wanted = source or _importer_bytes(path, data, context)
         if not wanted and plain_bytes(data):
             return FileResult(path)
         decoded = sourcefile.decode(data)  # decoding problems are reported for every file
