@@ -285,8 +285,9 @@ def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
     root = tmp_path / "tree"
     (root / "vllm" / "v1" / "worker").mkdir(parents=True)
     (root / RUNNER).write_text(real_runner_text, encoding="utf-8")
-    # The linter only parses files that mention a capture size; this one does, and is broken.
-    (root / "vllm" / "broken.py").write_text("n = cfg.max_cudagraph_capture_size\ndef f(:\n")
+    # The linter only parses files that mention a capture size and a sink word (outside a
+    # project); this one does, and is broken.
+    (root / "vllm" / "broken.py").write_text("min_blocks = cfg.max_cudagraph_capture_size\ndef f(:\n")
     result = cli_runner().invoke(doctor, ["--path", str(root), "--format", "json"])
     assert result.exit_code == 2
     out = json.loads(result.stdout)
