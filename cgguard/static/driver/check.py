@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-import os
-
 from cgguard.static.driver.context import RunContext
 from cgguard.static.source.findings import Finding
 
@@ -73,7 +71,7 @@ def core_hits(
 
     if context is None:
         context = RunContext()
-    root = context.roots.of(os.path.dirname(os.path.abspath(path))) if path else None
+    root = context.roots.of_file(path) if path else None
     if names_source is None:
         names_source = might_match(text)
     if names_source:

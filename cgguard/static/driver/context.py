@@ -58,7 +58,7 @@ class RunContext:
         finding to give, so it is not parsed."""
         if mentions_sink_word(data):
             return True
-        root = self.roots.of(os.path.dirname(os.path.abspath(path))) if path else None
+        root = self.roots.of_file(path) if path else None
         if root is None:
             return False
         files = self.module_files(root)

@@ -18,6 +18,18 @@ class ProjectRoots:
 
     def __init__(self) -> None:
         self.found: dict[str, str | None] = {}
+        # By a file's folder as its path spells it: a tree's files share a few hundred
+        # folders, and making each file's path absolute costs more than the lookup.
+        self.by_folder: dict[str, str | None] = {}
+
+    def of_file(self, path: str) -> str | None:
+        """The project root of the file at ``path`` (as given: relative to the working
+        folder, or absolute)."""
+        folder = os.path.dirname(path)
+        if folder in self.by_folder:
+            return self.by_folder[folder]
+        root = self.by_folder[folder] = self.of(os.path.abspath(folder))
+        return root
 
     def of(self, folder: str) -> str | None:
         """The nearest folder at or above ``folder`` (absolute) holding a project marker."""

@@ -6,7 +6,6 @@ a :class:`FileError` with one line of reason, and every other file is still done
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -183,7 +182,7 @@ def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
     project (an installed package copied into another project), none is."""
     if b"import" not in data:
         return False
-    root = context.roots.of(os.path.dirname(os.path.abspath(path)))  # one lookup per folder
+    root = context.roots.of_file(path)  # one lookup per folder
     if root is None or not _mentions_sink_word(data):
         return False
     return context.module_files(root).may_import(data, path)
