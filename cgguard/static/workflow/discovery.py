@@ -293,9 +293,12 @@ def walk(root: str, settings: Settings, excluded, on_skip=None) -> Iterator[str 
             dirs[:] = []
             continue
         seen.add(key)
-        rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-        rel_folder = "" if rel_folder == "." else rel_folder
-        if use_gitignore:
+        # os.walk names each folder by joining onto ``root`` as given: the rest is its
+        # place below it (cheaper than ``relpath``, which makes both paths absolute).
+        rel_folder = folder[len(root) :].lstrip(os.sep).replace(os.sep, "/")
+        # The listing says which folders hold one (any case: a file system that ignores
+        # case opens ``.GitIgnore`` by that name too), so no other folder is asked.
+        if use_gitignore and any(name.lower() == ".gitignore" for name in files):
             rules.extend(_read_gitignore(folder, rel_top(rel_folder).rstrip("/")))
 
         def skip(name: str, is_dir: bool) -> bool:
