@@ -151,3 +151,21 @@ def test_a_project_tree_with_findings_imports_libcst_once(tmp_path: Path, jobs: 
         (tree / f"bug_{i:03d}.py").write_text("import os\n\n" + BUG)
         (tree / f"helper_{i:03d}.py").write_text(HELPER)
     assert _libcst_imports(tree, jobs=jobs) == 1
+
+
+@pytest.mark.parametrize("jobs", [None, "1"], ids=["default", "one-job"])
+def test_the_installed_fixed_release_never_imports_libcst(vllm_dir: Path, jobs: str | None) -> None:
+    """vLLM 0.26.0+ carries upstream's bound: a check of the whole installed package (2,600+
+    files, some naming the capture size beside block counts) parses what it must with
+    Python's parser, finds nothing, and never imports libcst, in either process."""
+    assert not _imports_libcst(vllm_dir, jobs=jobs)
+
+
+def test_a_fork_checkout_of_the_fixed_release_never_imports_libcst(vllm_dir: Path, tmp_path: Path) -> None:
+    """The same package as a fork's checkout (``vllm/`` a package of a project), where every
+    module that names a source is parsed and its imports are followed: still no libcst."""
+    import shutil
+
+    shutil.copytree(vllm_dir, tmp_path / "vllm", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
+    assert not _imports_libcst(tmp_path)
