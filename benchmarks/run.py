@@ -760,8 +760,17 @@ def build_rows(
                     [sys.executable, "-c", "pass"], no_count, no_count, ok_rcs=(0,)))
     rows.append(Row("py_libcst", "python -c 'import libcst' (start-up and the parser's import)", "noparse",
                     [sys.executable, "-c", "import libcst"], no_count, no_count, ok_rcs=(0,)))
+    if "cgguard" in tools:
+        # The floor under any check that reads the large module as code: start-up, and
+        # Python's own parser over the whole file (nothing else: no import of cgguard).
+        rows.append(Row("py_parse_large", f"python: read and ast.parse the {c.large_silent_bytes / 1000:.0f} KB "
+                        "module (start-up and Python's parser)", "large",
+                        [sys.executable, "-c", PARSE_ONLY, str(c.large_silent)], no_count, no_count, ok_rcs=(0,)))
     rows += [r for r in default_vs_one_job if r.group != "tree"]
     return rows
+
+
+PARSE_ONLY = "import ast, sys; ast.parse(open(sys.argv[1], 'rb').read())"
 
 
 def _large_silent_label(c: Corpora) -> str:
@@ -1124,6 +1133,11 @@ def report(
                    f"{_files(c.noparse_files)} with nothing to parse ({c.noparse_bytes:,} bytes); libcst imported: "
                    f"{'yes' if large_libcst else 'no'} (one untimed run with PYTHONPROFILEIMPORTTIME=1). Target "
                    "and pass include all three (per byte, 0 findings, no libcst).")
+        parse = by_key.get("py_parse_large")
+        if parse:
+            out.append(f"Reading the module as code at all: start-up and Python's parser alone (`py_parse_large`) "
+                       f"take {parse.median * 1e9 / c.large_silent_bytes:.0f} ms per MB of it, against the "
+                       f"{floor_ms_per_mb:.0f} ms per MB the target allows.")
     if clean:
         out.append("Findings on the original tree (the bug not planted; one untimed run each): "
                    + ", ".join(f"{tool} {n}" for tool, n in clean.items()) + ".")
