@@ -13,6 +13,7 @@ the forked helper, so an import in either shows.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -164,8 +165,6 @@ def test_the_installed_fixed_release_never_imports_libcst(vllm_dir: Path, jobs: 
 def test_a_fork_checkout_of_the_fixed_release_never_imports_libcst(vllm_dir: Path, tmp_path: Path) -> None:
     """The same package as a fork's checkout (``vllm/`` a package of a project), where every
     module that names a source is parsed and its imports are followed: still no libcst."""
-    import shutil
-
     shutil.copytree(vllm_dir, tmp_path / "vllm", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
     assert not _imports_libcst(tmp_path)
