@@ -30,6 +30,7 @@ def _check(tmp_path, source: str, *args: str):
 @pytest.mark.parametrize(
     "comment",
     ["  # noqa", "  # noqa: CGG001", "  #noqa:CGG001", "  # NOQA: CGG002, CGG001", "  # noqa: CGG",
+     "  # noqa: E501, CGG", "  # noqa: CGG, E501", "  # noqa: E501 CGG001",
      "  # cgguard: ignore[CGG001]", "  # cgguard: ignore", "  # cgguard:ignore[CGG002,CGG001]",
      "  # type: ignore  # noqa: CGG001  (per-token on purpose)"],
 )
@@ -42,7 +43,9 @@ def test_directive_on_the_flagged_line_suppresses(tmp_path, comment):
 
 @pytest.mark.parametrize(
     "comment",
-    ["  # noqa: CGG002", "  # noqa: E501", "  # cgguard: ignore[CGG002]", "  # noqa:", "  # noqa-like"],
+    ["  # noqa: CGG002", "  # noqa: E501", "  # cgguard: ignore[CGG002]", "  # noqa:", "  # noqa-like",
+     # A code list that does not read as codes suppresses nothing (never everything).
+     "  # noqa: ???", "  # noqa: see #12", "  # noqa: CGG002 (CGG001 is fine)"],
 )
 def test_directive_for_other_codes_does_not_suppress(tmp_path, comment):
     result = _check(tmp_path, HEAD + LINE + comment + "\n" + TAIL)

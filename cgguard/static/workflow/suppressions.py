@@ -22,10 +22,17 @@ from cgguard.static.source.findings import Finding
 
 ALL = None  # a directive that names no codes
 
-# "noqa" must end the word: "# noqa-like" or "# noqazz" is not a directive.
-_NOQA = re.compile(
-    r"#\s*noqa(?=$|[\s:#])(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I
-)
+# "noqa" must end the word: "# noqa-like" or "# noqazz" is not a directive. After a colon
+# comes the code list, up to the next "#": codes and prefixes (`CGG001`, `CGG`, `E501`)
+# split by commas or blanks. A list that does not read as codes (`# noqa: see #12`)
+# suppresses nothing, never everything; a colon with nothing after it is flake8's
+# bare `# noqa`.
+_NOQA = re.compile(r"#\s*noqa(?=$|[\s:#])(?:\s*:(?P<codes>[^#]*))?", re.I)
+_CODE = re.compile(r"[A-Z]+[0-9]*", re.I)
+# Words that may follow the codes as an explanation (`# noqa: CGG001 (on purpose)`) are
+# cut off at the first token that is not a code.
+_CODE_LIST = re.compile(r"\s*(?P<list>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*|\s+[A-Z]+[0-9]+)*)", re.I)
+NOTHING: frozenset[str] = frozenset()  # a directive whose code list cannot be read
 _IGNORE = re.compile(r"#\s*cgguard\s*:\s*ignore(?=$|[\s\[#])(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SPLIT = re.compile(r"[\s,]+")
 
@@ -33,14 +40,26 @@ _SPLIT = re.compile(r"[\s,]+")
 def directives(comment: str) -> list[frozenset[str] | None]:
     """The suppression directives in one comment: a set of codes each, or ALL."""
     found: list[frozenset[str] | None] = []
-    for pattern in (_NOQA, _IGNORE):
-        for m in pattern.finditer(comment):
-            codes = m.group("codes")
-            if codes is None or not codes.strip():
-                found.append(ALL)
-            else:
-                found.append(frozenset(c.upper() for c in _SPLIT.split(codes.strip()) if c))
+    for m in _NOQA.finditer(comment):
+        found.append(_noqa_codes(m.group("codes")))
+    for m in _IGNORE.finditer(comment):
+        codes = m.group("codes")
+        if codes is None or not codes.strip():
+            found.append(ALL)
+        else:
+            found.append(frozenset(c.upper() for c in _SPLIT.split(codes.strip()) if c))
     return found
+
+
+def _noqa_codes(text: str | None) -> frozenset[str] | None:
+    """The codes after ``# noqa:``: ALL for a bare ``# noqa`` (or a colon with nothing
+    after it, as flake8 reads it), NOTHING where the list does not start with a code."""
+    if text is None or not text.strip():
+        return ALL
+    m = _CODE_LIST.match(text)
+    if m is None:
+        return NOTHING
+    return frozenset(c.upper() for c in _CODE.findall(m.group("list")))
 
 
 def filter_suppressed(text: str, findings: list[Finding]) -> list[Finding]:
