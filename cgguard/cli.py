@@ -71,10 +71,11 @@ class LazyGroup(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
-            message = exc.format_message().rstrip(".")
-            if exc.ctx is not None:
-                message += f" (see `{exc.ctx.command_path} --help`)"
-            click.echo(f"cgguard: error: {message}", err=True)
+            message = _usage_message(exc, sys.argv[1:] if args is None else list(args))
+            click.echo(one_line(f"cgguard: error: {message}"), err=True)
+            sys.exit(2)
+        except OutputError as exc:  # --help or --version to a standard output that is full
+            _say_output_error(exc)
             sys.exit(2)
         except click.ClickException as exc:
             click.echo(f"cgguard: error: {exc.format_message()}", err=True)
@@ -188,6 +189,39 @@ def run() -> None:
     except OutputError:
         code = 2  # nowhere left to say so
     os._exit(code)
+
+
+# ruff's `check --fix` (and friends): cgguard fixes with its own command.
+_FIX_OPTIONS = ("--fix", "--fix-only", "--diff", "--unsafe-fixes", "--no-unsafe-fixes")
+
+
+def _usage_message(exc: click.UsageError, args: list[str]) -> str:
+    """A usage error's line: click's reason (or where ruff's habit leads here), and the
+    help to read, ``(see `cgguard CMD --help`)``, for every usage error."""
+    message = exc.format_message().rstrip(".")
+    ctx = exc.ctx
+    path = ctx.command_path if ctx is not None else _command_path(args)
+    if (
+        isinstance(exc, click.NoSuchOption)
+        and exc.option_name in _FIX_OPTIONS
+        and path == "cgguard check"
+    ):
+        message = (
+            f"`cgguard check` does not fix (no {exc.option_name} option): "
+            f"`cgguard fix` applies the fixes, `cgguard fix --diff` shows them"
+        )
+    return f"{message} (see `{path} --help`)"
+
+
+def _command_path(args: list[str]) -> str:
+    """``cgguard CMD`` for the command the arguments name (``cgguard`` when none does):
+    for an error click raises before it has a context."""
+    for arg in args:
+        if arg == "--":
+            break
+        if not arg.startswith("-"):
+            return f"cgguard {arg}" if arg in SHORT_HELP else "cgguard"
+    return "cgguard"
 
 
 def _say_output_error(exc: OutputError) -> None:
@@ -305,8 +339,8 @@ def _run_options(command):
 
 
 def _usage_error(message: str):
-    click.echo(f"cgguard: error: {message}", err=True)
-    sys.exit(2)
+    """Bad usage found by a command: one line ending in the help to read, exit 2 (LazyGroup.main)."""
+    raise click.UsageError(message, ctx=click.get_current_context(silent=True))
 
 
 def _settings(paths, config_file, isolated, stdin_filename, output_file, selection, **overrides):
@@ -333,6 +367,10 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
     select, extend_select, ignore = selection
     try:
         settings = resolve(config=config_file, isolated=isolated, start=start or ".")
+    except ConfigError as exc:  # a settings file's error: it names the file and the key
+        click.echo(one_line(f"cgguard: error: {exc}"), err=True)
+        sys.exit(2)
+    try:
         settings = with_command_line_selection(
             settings,
             select=command_line_codes("--select", select) if select else None,
@@ -458,12 +496,10 @@ def fix(
     paths = paths or (("-",) if stdin_filename else (".",))
     if diff and fmt in MACHINE_FORMATS and output_file is None:
         # The diff owns standard output; a JSON/SARIF document after it would parse as neither.
-        click.echo(
-            f"cgguard: error: --diff writes the diff to standard output; "
-            f"with --format {fmt}, name a file for the report with --output-file",
-            err=True,
+        _usage_error(
+            f"--diff writes the diff to standard output; "
+            f"with --format {fmt}, name a file for the report with --output-file"
         )
-        sys.exit(2)
     settings = _settings(
         paths,
         config_file,
@@ -625,8 +661,8 @@ def rule(code: str | None) -> None:
         return
     doc = get_rule(code)
     if doc is None:
-        click.echo(f"cgguard: error: unknown rule {code!r}", err=True)
-        sys.exit(2)
+        known = ", ".join(r.code for r in all_rules())
+        _usage_error(f"unknown rule {code!r} (known: {known})")
     click.echo(
         f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False
     )

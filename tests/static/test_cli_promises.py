@@ -163,6 +163,7 @@ def test_output_file_that_is_an_input_is_refused(tmp_path, command):
         result = run_cgguard(command, "--isolated", "-o", output, *paths, cwd=tmp_path)
         line = _one_error_line(result)
         assert "is one of the files to check" in line, line
+        assert line.endswith(f" (see `cgguard {command} --help`)"), line
         assert runner.read_bytes() == before
         assert (tmp_path / "link.py").is_symlink()
     # A report beside the sources is no source: it is written.
@@ -179,6 +180,7 @@ def test_fix_validates_the_output_file_before_it_writes_anything(tmp_path, outpu
         result = run_cgguard(*command, "--isolated", "-o", output, x.name, cwd=tmp_path)
         line = _one_error_line(result)
         assert f"cannot write {output}: " in line
+        assert line.endswith(f" (see `cgguard {command[0]} --help`)"), line
         assert x.read_bytes() == before
     # Standard input is not even read.
     stdin = run_cgguard("fix", "--isolated", "-o", output, "-", cwd=tmp_path, input=before.decode())
@@ -272,7 +274,8 @@ def test_fix_with_a_closed_standard_output_writes_whole_files(tmp_path):
 
 def test_a_standard_output_that_cannot_be_written_is_one_error_line(tmp_path):
     _unsafe_tree(tmp_path)
-    for args in (["check", "--isolated", "src"], ["rule", "CGG001"], ["fix", "--isolated", "--diff", "src"]):
+    for args in (["check", "--isolated", "src"], ["rule", "CGG001"], ["fix", "--isolated", "--diff", "src"],
+                 ["--help"], ["-h"], ["--version"], ["check", "--help"]):
         with open("/dev/full", "w") as full:
             result = subprocess.run([sys.executable, "-m", "cgguard", *args], cwd=tmp_path,
                                     stdout=full, stderr=subprocess.PIPE, text=True, timeout=600)
@@ -290,6 +293,7 @@ def test_config_with_isolated_is_a_usage_error(tmp_path, command):
     result = run_cgguard(command[0], "--config", "cgguard.toml", "--isolated", *command[1:], cwd=tmp_path)
     assert _one_error_line(result) == (
         "cgguard: error: --config cannot be used with --isolated (which ignores every configuration file)"
+        f" (see `cgguard {command[0]} --help`)"
     )
     assert result.stdout == ""
 
@@ -355,6 +359,7 @@ def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, option):
         result = run_cgguard(command, "--isolated", option, "CGG001,E501", ".", cwd=tmp_path)
         assert _one_error_line(result) == (
             f"cgguard: error: {option}: unknown rule code 'E501' (known: CGG001, CGG002)"
+            f" (see `cgguard {command} --help`)"
         )
         assert (tmp_path / "both.py").read_text() == BOTH_RULES
 
@@ -390,7 +395,13 @@ def test_no_help_or_rule_page_mentions_an_issue():
      "(see `cgguard estimate --help`)"),
     (["no-such-command"], "cgguard: error: No such command 'no-such-command' (see `cgguard --help`)"),
     (["fix", "--diff", "--unsafe-fixes=maybe"],
-     "cgguard: error: Option '--unsafe-fixes' does not take a value"),
+     "cgguard: error: Option '--unsafe-fixes' does not take a value (see `cgguard fix --help`)"),
+    # ruff's `check --fix` habit: pointed to `cgguard fix`, not to a look-alike option.
+    (["check", "--fix", "."],
+     "cgguard: error: `cgguard check` does not fix (no --fix option): `cgguard fix` applies the "
+     "fixes, `cgguard fix --diff` shows them (see `cgguard check --help`)"),
+    (["rule", "CGG999"], "cgguard: error: unknown rule 'CGG999' (known: CGG001, CGG002) "
+                         "(see `cgguard rule --help`)"),
 ])
 def test_a_usage_error_is_one_line_and_exit_2(tmp_path, args, line):
     result = run_cgguard(*args, cwd=tmp_path)
@@ -398,9 +409,9 @@ def test_a_usage_error_is_one_line_and_exit_2(tmp_path, args, line):
 
 
 @pytest.mark.parametrize("settings, args, line", [
-    ("", ["--select", ""], "cgguard: error: --select: an empty value names no rule code"),
-    ("", ["--select", ","], "cgguard: error: --select: an empty value names no rule code"),
-    ("", ["--ignore", ""], "cgguard: error: --ignore: an empty value names no rule code"),
+    ("", ["--select", ""], "cgguard: error: --select: an empty value names no rule code{see}"),
+    ("", ["--select", ","], "cgguard: error: --select: an empty value names no rule code{see}"),
+    ("", ["--ignore", ""], "cgguard: error: --ignore: an empty value names no rule code{see}"),
     ("select = []", [], "cgguard: error: {toml}: select: an empty list selects no rule "
                         "(leave `select` out to select every rule)"),
 ])
@@ -409,7 +420,9 @@ def test_a_selection_of_no_rule_is_refused(tmp_path, settings, args, line):
     (tmp_path / "both.py").write_text(BOTH_RULES)
     for command in (["check"], ["fix"], ["fix", "--diff"]):
         result = run_cgguard(*command, *args, ".", cwd=tmp_path)
-        assert _one_error_line(result) == line.format(toml=tmp_path / "cgguard.toml"), command
+        # Bad usage ends with the help to read; a settings file's error names the file instead.
+        see = f" (see `cgguard {command[0]} --help`)"
+        assert _one_error_line(result) == line.format(toml=tmp_path / "cgguard.toml", see=see), command
     assert (tmp_path / "both.py").read_text() == BOTH_RULES
 
 
@@ -419,7 +432,7 @@ def test_stdin_filename_without_standard_input_is_refused(tmp_path):
         result = run_cgguard(command, "--stdin-filename", "x.py", "both.py", cwd=tmp_path)
         assert _one_error_line(result) == (
             "cgguard: error: --stdin-filename names the file piped in as `-`; "
-            "it cannot be used with other paths"
+            f"it cannot be used with other paths (see `cgguard {command} --help`)"
         )
     assert (tmp_path / "both.py").read_text() == BOTH_RULES
     # With no path it reads standard input, as with `-`.
@@ -429,7 +442,9 @@ def test_stdin_filename_without_standard_input_is_refused(tmp_path):
 
 def test_config_of_a_path_that_does_not_exist_is_an_error(tmp_path):
     result = run_cgguard("config", "no/such/path", cwd=tmp_path)
-    assert _one_error_line(result) == "cgguard: error: no/such/path: no such file or directory"
+    assert _one_error_line(result) == (
+        "cgguard: error: no/such/path: no such file or directory (see `cgguard config --help`)"
+    )
     assert result.stdout == ""
 
 

@@ -40,16 +40,14 @@ def describe(settings: Settings) -> str:
 def config(path: str | None, config_file: str | None, isolated: bool) -> None:
     """Print the resolved settings for PATH (default: .) and where they came from."""
     if config_file is not None and isolated:
-        click.echo(
-            "cgguard: error: --config cannot be used with --isolated "
-            "(which ignores every configuration file)",
-            err=True,
+        raise click.UsageError(
+            "--config cannot be used with --isolated (which ignores every configuration file)"
         )
-        sys.exit(2)
     if path is not None and not os.path.exists(path):
         # The settings of a path that is not there would be a guess: say so instead.
-        click.echo(f"cgguard: error: {path}: no such file or directory", err=True)
-        sys.exit(2)
+        from cgguard.static.workflow.names import one_line
+
+        raise click.UsageError(one_line(f"{path}: no such file or directory"))
     try:
         settings = resolve(config=config_file, isolated=isolated, start=path or ".")
     except ConfigError as exc:
