@@ -107,6 +107,9 @@ class Failure:
 
 @dataclass
 class Facts:
+    """What one start of vLLM (a banner to the next) logged."""
+
+    first_line: int = 0  # the start's first line read (0: none yet)
     lines_read: int = 0
     version: Fact | None = None
     version_text: str | None = None
@@ -124,8 +127,45 @@ class Facts:
     stages: dict[str, list[Fact]] = field(default_factory=dict)
     free_gib: Fact | None = None  # vLLM's "Available KV cache memory: X GiB"
 
+    # What marks where the next start begins (see ``_begins_a_start``).
+    banner: bool = False
+    args: bool = False
+    engines: set[str] = field(default_factory=set)
+
     def first_stage(self, name: str, after: int = 0) -> Fact | None:
         return next((f for f in self.stages.get(name, []) if f.line > after), None)
+
+
+@dataclass
+class LogFacts:
+    """A log's facts, one :class:`Facts` per start: a container restarted after a
+    failure logs several starts in one file."""
+
+    starts: list[Facts] = field(default_factory=list)
+    lines_read: int = 0
+
+
+def _process_name(process: str) -> str:
+    """``EngineCore_DP0 pid=207`` -> ``EngineCore_DP0`` (a restarted container often
+    reuses the pid, and a new one does not make a new start by itself)."""
+    return process.split(" ", 1)[0]
+
+
+def _begins_a_start(facts: Facts, text: str, process: str) -> bool:
+    """Whether this line opens a new start of vLLM, given the current start's facts.
+
+    A start logs the API server's banner, then its 'non-default args', then one
+    'Initializing a V1 LLM engine' per engine process (one per data-parallel rank).
+    A line of these that the current start has already logged opens the next."""
+    if facts.first_line == 0:
+        return False
+    if _SERVER_VERSION.search(text):
+        return facts.banner or facts.args or bool(facts.engines)
+    if "non-default args" in text:
+        return facts.args or bool(facts.engines)
+    if _VERSION.search(text):
+        return _process_name(process) in facts.engines
+    return False
 
 
 @dataclass
@@ -161,14 +201,18 @@ def _config(facts: Facts, fact: Fact, config: str) -> None:
 def _settings(facts: Facts, fact: Fact, text: str) -> None:
     m = _VERSION.search(text)
     if m:
+        facts.engines.add(_process_name(fact.process))
         if facts.version is None:
             facts.version, facts.version_text = fact, m.group("v")
         _config(facts, fact, m.group("cfg"))
         return
     m = _SERVER_VERSION.search(text)
+    if m:
+        facts.banner = True
     if m and facts.version is None:
         facts.version, facts.version_text = fact, m.group("v")
     if "non-default args" in text:
+        facts.args = True
         m = _SEQS_ARG.search(text)
         if m:
             facts.max_num_seqs, facts.seqs_fact = int(m.group("n")), fact
@@ -186,13 +230,20 @@ def _settings(facts: Facts, fact: Fact, text: str) -> None:
         facts.block_size, facts.block_fact = int(m.group("n")), fact
 
 
-def collect(lines: Iterable[LogLine]) -> Facts:
-    """The facts of a log's wanted lines (``triage_read.read_lines``)."""
+def collect(lines: Iterable[LogLine]) -> LogFacts:
+    """The facts of a log's wanted lines (``triage_read.read_lines``), start by start."""
+    log = LogFacts()
     facts = Facts()
     tracebacks: dict[str, _Traceback] = {}
     for line in lines:
-        facts.lines_read = line.number
+        log.lines_read = line.number
         text = line.message
+        if _begins_a_start(facts, text, line.process):
+            log.starts.append(facts)
+            facts, tracebacks = Facts(), {}
+        if facts.first_line == 0:
+            facts.first_line = line.number
+        facts.lines_read = line.number
         fact = Fact(line.number, text.strip(), line.process)
         _settings(facts, fact, text)
         m = _OVERRIDE.search(text)
@@ -238,4 +289,5 @@ def collect(lines: Iterable[LogLine]) -> Facts:
                     _bytes(tried) if tried else None,
                 )
             )
-    return facts
+    log.starts.append(facts)
+    return log

@@ -6,9 +6,17 @@ phrases triage reads, and decodes only the lines that hold one. Input that is no
 a text log (a NUL byte, bytes that are not UTF-8) stops it with one line saying
 where, as a :class:`LogError`.
 
-Each line handed on is cleaned of what terminals, Docker and vLLM's process
-decoration put around a message: ANSI colours, ``vllm-1  | ``, an ISO time stamp,
-``(EngineCore_DP0 pid=207)``, and vLLM's ``LEVEL MM-DD HH:MM:SS [file.py:N]``.
+Each line handed on is cleaned of what terminals, log collectors and vLLM's
+process decoration put around a message: ANSI colours; whatever a collector put
+before vLLM's own line (``2026-04-19 10:01:02.123 | ``, ``api-1  | ``,
+``[pod/name/container] ``, journald's ``Dec  4 00:47:22 host unit[7]: ``, in any
+combination and mixed in one file); ``(EngineCore_DP0 pid=207)``; and vLLM's
+``LEVEL MM-DD HH:MM:SS [file.py:N]``. The collector's prefix is learned from the
+lines where vLLM's part is recognisable (a process prefix or vLLM's header):
+what comes before it is the prefix, kept as a pattern with its numbers left open,
+and stripped from the lines that have no such mark (a traceback written to
+standard error). Where no learned prefix fits, the common collectors' shapes are
+tried.
 """
 
 from __future__ import annotations
@@ -40,8 +48,21 @@ _VLLM_LINE = re.compile(
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\[\d{1,2}(?:;\d{1,2})*m")
+# Where vLLM's own part of a line begins: its process prefix (always with a pid)
+# or its logger's header.
+_ANCHOR = re.compile(
+    r"\([A-Za-z][\w.-]*\s+pid=\d+(?:,?\s+[\w.-]+=[^\s),]*)*\)"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\["
+)
+# Collectors' prefixes, for lines before any prefix is learned.
 _COMPOSE = re.compile(r"^[\w.-]+\s+\|\s?")
-_STAMP = re.compile(r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
+_STAMP = re.compile(
+    r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+(?:\|\s?)?"
+)
+_KUBECTL = re.compile(r"^\[[^\]\s/]+/[^\]\s]+\]\s")
+_JOURNALD = re.compile(r"^[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ")
+_COLLECTORS = (_COMPOSE, _STAMP, _KUBECTL, _JOURNALD)
+MAX_PREFIXES = 64  # distinct prefixes learned (a pod or service each, say)
 _PROCESS = re.compile(r"^\((?P<name>[A-Za-z][\w.-]*)(?P<ids>(?:,?\s+[\w.-]+=[^\s),]*)*)\)\s*")
 _HEADER = re.compile(
     r"^(?:\S*\s)?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
@@ -62,21 +83,68 @@ class LogLine:
     vllm_format: bool
 
 
-def clean(text: str) -> tuple[str, str | None, str]:
-    """(process, level, message) of one line of a log, prefixes and colours removed."""
-    text = _ANSI.sub("", text).rstrip("\r\n")
-    process = ""
-    for _ in range(4):  # the decorations nest in any order (Docker outside, vLLM inside)
-        before = text
-        text = _COMPOSE.sub("", text, count=1)
-        text = _STAMP.sub("", text, count=1)
-        m = _PROCESS.match(text)
+class Prefixes:
+    """The collector prefixes of one log, learned from its lines as they are read."""
+
+    def __init__(self) -> None:
+        self.learned: dict[str, re.Pattern[str]] = {}
+
+    def learn(self, prefix: str) -> None:
+        if len(self.learned) >= MAX_PREFIXES or len(prefix) > 200:
+            return
+        key = _generalize(prefix)
+        if key not in self.learned:
+            self.learned[key] = re.compile(key)
+
+    def strip(self, text: str) -> str:
+        """``text`` without the collector's prefix, learning it where vLLM's part shows."""
+        m = _ANCHOR.search(text)
         if m:
-            ids = " ".join(part.strip(", ") for part in m.group("ids").split())
-            process = f"{m.group('name')} {ids}".strip()
-            text = text[m.end() :]
-        if text == before:
-            break
+            if m.start():
+                self.learn(text[: m.start()])
+            return text[m.start() :]
+        longest = 0
+        for pattern in self.learned.values():
+            found = pattern.match(text)
+            if found and found.end() > longest:
+                longest = found.end()
+        if longest:
+            return text[longest:]
+        for _ in range(4):  # nothing learned fits: the common shapes, in any order
+            before = text
+            for shape in _COLLECTORS:
+                text = shape.sub("", text, count=1)
+            if text == before:
+                break
+        return text
+
+
+def _generalize(prefix: str) -> str:
+    """A prefix as a pattern: its numbers (time stamps, pids, replica numbers) and the
+    padding inside it left open, the rest as written."""
+    body = prefix.rstrip()
+    parts = []
+    for n, piece in enumerate(re.split(r"(\d+| {2,}|\t+)", body)):
+        if n % 2 == 0:  # text between numbers and padding
+            parts.append(re.escape(piece))
+        else:
+            parts.append(r"\d+" if piece[0].isdigit() else r"\s+")
+    return "".join(parts) + re.escape(prefix[len(body) :])
+
+
+def clean(text: str, prefixes: Prefixes | None = None) -> tuple[str, str | None, str]:
+    """(process, level, message) of one line of a log, prefixes and colours removed.
+
+    ``prefixes`` carries what earlier lines of the same log taught about its
+    collector's prefix (a fresh one for a line read alone)."""
+    text = _ANSI.sub("", text).rstrip("\r\n")
+    text = (prefixes or Prefixes()).strip(text)
+    process = ""
+    m = _PROCESS.match(text)
+    if m:
+        ids = " ".join(part.strip(", ") for part in m.group("ids").split())
+        process = f"{m.group('name')} {ids}".strip()
+        text = text[m.end() :]
     m = _HEADER.match(text)
     if m:
         return process, m.group("level"), text[m.end() :]
@@ -145,6 +213,7 @@ def read_lines(stream: BinaryIO, name: str) -> Iterator[LogLine]:
     seen_bytes = 0
     vllm_seen = False
     first = True
+    prefixes = Prefixes()
     while True:
         chunk = stream.read(CHUNK_BYTES)
         at_end = not chunk
@@ -172,7 +241,7 @@ def read_lines(stream: BinaryIO, name: str) -> Iterator[LogLine]:
             region = _check_text(region, line_no, name, at_end)
             if not vllm_seen and _VLLM_LINE.search(region):
                 vllm_seen = True
-            yield from _wanted_lines(region, line_no)
+            yield from _wanted_lines(region, line_no, prefixes)
             line_no += region.count(b"\n")
         if at_end:
             break
@@ -185,7 +254,7 @@ def read_lines(stream: BinaryIO, name: str) -> Iterator[LogLine]:
         )
 
 
-def _wanted_lines(region: bytes, line_no: int) -> Iterator[LogLine]:
+def _wanted_lines(region: bytes, line_no: int, prefixes: Prefixes) -> Iterator[LogLine]:
     """The lines of ``region`` (whole lines, the first numbered ``line_no``) that
     hold a wanted phrase, decoded and cleaned."""
     position, number = 0, line_no
@@ -197,6 +266,6 @@ def _wanted_lines(region: bytes, line_no: int) -> Iterator[LogLine]:
         end = len(region) if end < 0 else end
         number += region.count(b"\n", position, start)
         raw = _char_boundary(region[start:end], MAX_LINE_BYTES)
-        process, level, message = clean(raw.decode("utf-8", "replace"))
+        process, level, message = clean(raw.decode("utf-8", "replace"), prefixes)
         yield LogLine(number, process, level, message, level is not None)
         position = end

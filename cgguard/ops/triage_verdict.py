@@ -24,6 +24,7 @@ from cgguard.ops.triage_facts import (
     Fact,
     Facts,
     Failure,
+    LogFacts,
     Override,
 )
 from cgguard.ops.units import human_bytes
@@ -39,6 +40,16 @@ EXIT_CODES = {NOT_THIS_BUG: 0, THIS_BUG: 1, CANNOT_TELL: 2}
 # Stages that come after the profiling allocation succeeded.
 _LATER = ("profiling_cache_built", "profiling_capture", "profiling_done", "kv_cache_sized")
 _SHOWN = 160  # characters of a log line quoted as evidence
+# Stages that say CUDA-graph memory profiling finished (its cache freed after them).
+_FINISHED = (
+    "profiling_done",
+    "kv_cache_sized",
+    "graph_capture",
+    "graph_capture_done",
+    "engine_ready",
+)
+# An error that names the profiling cache's block count: its size is the problem.
+_SIZE_NAMED = re.compile(r"num_gpu_blocks|num_blocks")
 
 SEQS_NEEDED = (
     "max_num_seqs: vLLM logs it in its 'non-default args: {...}' line when it was set, and as "
@@ -91,6 +102,12 @@ def affected_release(version: str | None) -> bool | None:
     return None if r is None else FIRST_AFFECTED <= r < FIRST_FIXED
 
 
+def _exception_name(failure: Failure) -> str:
+    """``ValueError: ...`` as the log has it, shortened to a quote."""
+    text = failure.fact.text
+    return f"'{text if len(text) <= 100 else text[:97] + '...'}'"
+
+
 def _quote(fact: Fact) -> str:
     return fact.text if len(fact.text) <= _SHOWN else fact.text[: _SHOWN - 3] + "..."
 
@@ -137,10 +154,11 @@ def _root_failure(facts: Facts) -> tuple[Failure, str] | None:
     """The failure that stopped the start: one in the profiling allocation first,
     then any out-of-memory error, then the first error."""
     located = [(f, _location(f, facts)) for f in facts.failures]
-    for wanted in ("profiling-allocation", "profiling-capture"):
-        for f, where in located:
-            if where == wanted:
-                return f, where
+    for oom in (True, False):  # an out-of-memory error there first: what the others follow
+        for wanted in ("profiling-allocation", "profiling-capture"):
+            for f, where in located:
+                if where == wanted and f.oom is oom:
+                    return f, where
     for f, where in located:
         if f.oom:
             return f, where
@@ -157,10 +175,49 @@ _WHERE = {
 
 
 def decide(
-    facts: Facts, *, max_num_seqs: int | None = None, capture_size: int | None = None
+    log: LogFacts | Facts, *, max_num_seqs: int | None = None, capture_size: int | None = None
 ) -> Verdict:
     """The verdict on a log's facts; ``max_num_seqs`` and ``capture_size`` are values
-    the operator gives for what the log does not show (they win over the log)."""
+    the operator gives for what the log does not show (they win over the log).
+
+    Each start of vLLM the log holds is judged on its own facts; the answer is the
+    one of the start that shows this bug (the last such), else of the last start
+    that failed, else of the last start, with every number from that start."""
+    starts = log.starts if isinstance(log, LogFacts) else [log]
+    verdicts = [
+        _decide_start(s, max_num_seqs=max_num_seqs, capture_size=capture_size) for s in starts
+    ]
+    chosen = next((i for i in reversed(range(len(starts))) if verdicts[i].kind == THIS_BUG), None)
+    if chosen is None:
+        chosen = next(
+            (i for i in reversed(range(len(starts))) if starts[i].failures), len(starts) - 1
+        )
+    v = verdicts[chosen]
+    v.numbers["starts"] = len(starts)
+    v.numbers["start"] = chosen + 1
+    if len(starts) > 1:
+        first = starts[chosen].first_line
+        span = (
+            f"lines {first}-{starts[chosen + 1].first_line - 1}"
+            if chosen + 1 < len(starts)
+            else f"from line {first}"
+        )
+        others = [verdicts[i].kind for i in range(len(starts)) if i != chosen]
+        v.summary += (
+            f" The log holds {len(starts)} starts of vLLM; this verdict and its numbers are "
+            f"start {chosen + 1}'s ({span})"
+            + (
+                f"; {others.count(THIS_BUG)} other start(s) also show this bug."
+                if THIS_BUG in others
+                else "."
+            )
+        )
+    return v
+
+
+def _decide_start(
+    facts: Facts, *, max_num_seqs: int | None = None, capture_size: int | None = None
+) -> Verdict:
     version = facts.version_text
     v = Verdict(CANNOT_TELL, "", version=version)
     ev = v.evidence
@@ -282,7 +339,34 @@ def _failed(
             "or the lines from 'Initializing a V1 LLM engine' up to the failure"
         )
         return v
-    # In the profiling allocation (or capturing while it is held).
+    # In the profiling allocation (or capturing while it is held). Only the
+    # allocation's size is this bug: an out-of-memory error, or an error that names
+    # the block count; any other exception there is something else.
+    if not failure.oom and not _SIZE_NAMED.search(failure.fact.text):
+        placed = bool(failure.frames) or failure.profiling_call_line is not None
+        inside = (
+            f"inside {PROFILING_ALLOCATION}"
+            if where == "profiling-allocation"
+            else "while capturing graphs to profile their memory"
+        )
+        if placed:
+            v.kind = NOT_THIS_BUG
+            v.summary = (
+                f"Not this bug: the failure on line {failure.fact.line} {inside} is "
+                f"{_exception_name(failure)}, not an out-of-memory error: the size of the "
+                "profiling KV cache did not cause it."
+            )
+            return v
+        v.summary = (
+            f"Cannot tell: the failure on line {failure.fact.line} ({_exception_name(failure)}) "
+            "follows the profiling block count but is not an out-of-memory error, and no "
+            "traceback places it."
+        )
+        v.needs = (
+            "the traceback of the failing process (its 'File \"...\", line N, in ...' lines), "
+            "with the exception it ends in"
+        )
+        return v
     fixed = affected_release(version) is False
     per_token_shown = blocks is not None and seqs is not None and blocks > seqs
     held = "" if where == "profiling-allocation" else " while capturing graphs with that cache held"
@@ -345,31 +429,52 @@ def _no_failure(
     v: Verdict, facts: Facts, override: Override | None, blocks: int | None, bound: int | None
 ) -> Verdict:
     built = facts.first_stage("profiling_cache_built") or facts.first_stage("profiling_capture")
-    later = [
+    since = built or (override.fact if override else None)
+    # Lines that say profiling finished: after them the profiling cache is freed.
+    finished = [
         f
-        for f in (facts.first_stage(s) for s in (*_LATER, "engine_ready"))
-        if f is not None and (override is None or f.line > override.fact.line)
+        for f in (facts.first_stage(s) for s in _FINISHED)
+        if f is not None and (since is None or f.line > since.line)
     ]
-    if override is not None or built is not None:
-        if not later and built is None:
-            v.summary = (
-                f"Cannot tell: the log ends after the profiling block count (line "
-                f"{override.fact.line if override else 0}), before any line that says how it went."
-            )
-            v.needs = (
-                "the lines after it: a traceback, or 'Profiling CUDA graph memory' / "
-                "'Estimated CUDA graph memory' (profiling went on)"
-            )
-            return v
-        v.kind = NOT_THIS_BUG
+    if since is not None:
         size = f" ({blocks:,} blocks" if blocks else ""
         if size:
             size += f" where {bound:,} suffice)" if bound and blocks and blocks > bound else ")"
-        step = built or later[0]
-        v.evidence.append(_cite(step, "the profiling cache was built"))
-        v.summary = (
-            f"Not this bug's failure: the profiling KV cache{size} was built and fit; "
-            "no failure follows in this log."
+        fixed = affected_release(v.version) is False
+        at_bound = blocks is not None and bound is not None and blocks <= bound
+        if built is not None:
+            v.evidence.append(_cite(built, "the profiling cache was built"))
+        elif finished:
+            v.evidence.append(_cite(finished[0], "profiling went on past the profiling cache"))
+        if finished or fixed or at_bound:
+            v.kind = NOT_THIS_BUG
+            why = (
+                f"vLLM {v.version} sizes it one block per sequence"
+                if fixed
+                else "its count is within the bound"
+                if at_bound and not finished
+                else f"profiling went on (line {finished[0].line})"
+            )
+            v.summary = (
+                f"Not this bug's failure: the profiling KV cache{size} was built and fit; "
+                f"{why}, and no failure line was recognised in this start."
+            )
+            return v
+        if built is not None:
+            v.summary = (
+                f"Cannot tell: the profiling KV cache{size} was built and fit (line "
+                f"{built.line}), but no line after it was recognised: an out-of-memory error "
+                "in the profiling capture that it starved would be this bug."
+            )
+        else:
+            v.summary = (
+                f"Cannot tell: no line after the profiling block count (line {since.line}) "
+                "was recognised as a failure or as profiling going on."
+            )
+        v.needs = (
+            "a line after it that says how profiling went: a traceback ending in the "
+            "exception, or 'Estimated CUDA graph memory' / 'Available KV cache memory' "
+            "(profiling finished)"
         )
         return v
     skipped = facts.first_stage("profiling_skipped")

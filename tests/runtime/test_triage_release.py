@@ -116,7 +116,13 @@ def test_real_start_up_without_profiling_is_not_this_bug(real_log):
 
 def test_real_profiling_cache_that_fits_is_not_this_bugs_failure(real_log):
     v = verdict_of(_upto(real_log, FITTED))
-    assert v.kind == NOT_THIS_BUG, v.summary
+    if RELEASE.affected:
+        # Nothing after the cache says how profiling went: the capture it starved
+        # may still fail, which would be this bug.
+        assert v.kind == CANNOT_TELL, v.summary
+        assert "but no line after it was recognised" in v.summary
+    else:
+        assert v.kind == NOT_THIS_BUG, v.summary
     assert "was built and fit" in v.summary
     assert v.numbers["max_num_seqs"] == DEFAULT_SEQS
     # Left at its default, max_num_seqs shows only in a DEBUG line.
@@ -432,7 +438,8 @@ def test_the_releases_non_default_args_line_shows_max_num_seqs_only_when_set(tin
     from cgguard.ops.triage_read import read_lines
 
     def seqs(line: str) -> int | None:
-        return collect(read_lines(io.BytesIO(line.encode()), "log")).max_num_seqs
+        [start] = collect(read_lines(io.BytesIO(line.encode()), "log")).starts
+        return start.max_num_seqs
 
     assert seqs(_non_default_args_line(str(tiny_llama), max_num_seqs=7)) == 7
     assert seqs(_non_default_args_line(str(tiny_llama), max_model_len=128)) is None
