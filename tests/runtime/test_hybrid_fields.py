@@ -10,6 +10,17 @@ attention backend, and, for speculative decoding, an object holding only the met
 and ``num_speculative_tokens`` in place of a ``SpeculativeConfig`` (a real one needs
 the draft model's files).
 
+The CPU platform, not the release, decides one input. vLLM 0.32.0's CPU platform
+(``vllm/platforms/cpu.py``, ``check_and_update_config``) resets
+``cache_config.mamba_ssm_cache_dtype`` to ``"float32"`` for its accelerated Mamba
+backend only when ``torch.cpu._is_avx512_bf16_supported()``; otherwise ``"auto"``
+stays, and the temporal (SSM) state takes the conv state's dtype, the model's. On a
+CUDA GPU no such reset happens. So the reference fixes the probe's answer in its own
+process (``AVX512_BF16``): the main comparison runs with the probe answering False (the
+state follows the model's dtype, as on a GPU), and the Jamba row runs again with it
+answering True, so both branches are checked on any CPU. Each row records the dtype
+the release resolved, and the expected page is computed from it.
+
 What each release shows:
 - 0.25.0, the release the reading follows: block size, Mamba page, attention page
   per token and attention layers are equal, for tensor-parallel sizes 1 and 2, with
@@ -17,12 +28,11 @@ What each release shows:
 - 0.18.0: the states are the same, but its ``HybridAttentionMambaModelConfig`` rounds
   the block size by another rule, so the block sizes differ; this is why estimate
   reads the fields only for 0.25.0. Its transformers does not know ``nemotron_h``.
-- 0.32.0 (fixed): its attention page per token is the same, but it keeps the
-  recurrent (SSM) state in float32 where 0.25.0 follows the model's dtype, so the
-  states differ for most families, and its ``_align_hybrid_block_size`` asks the
-  attention backend for more than the stand-in gives (``customize_spec``). The reading
-  follows 0.25.0, which is the release estimate applies it to; here the test checks
-  the attention page and shows the state's difference for Jamba.
+- 0.32.0 (fixed): its attention page per token is the same, and its
+  ``_align_hybrid_block_size`` asks the attention backend for more than the stand-in
+  gives (``customize_spec``). The reading follows 0.25.0, which is the release
+  estimate applies it to; here the test checks the attention page and, for Jamba,
+  the state under both answers of the CPU platform's probe.
 """
 
 from __future__ import annotations
@@ -99,9 +109,16 @@ CONFIGS = {
 }
 CASES = [(tp, spec) for tp in (1, 2) for spec in (0, 2)]
 
+# The answer the reference process gives to vLLM's CPU feature probe (module docstring).
+AVX512_BF16 = {"no": "False", "yes": "True"}
+
 REFERENCE = r"""
 import json, logging, sys, types
 logging.disable(logging.CRITICAL)
+import torch
+# The CPU platform's decision on the SSM state dtype follows this probe (module docstring).
+_answer = json.loads(sys.argv[3])
+torch.cpu._is_avx512_bf16_supported = lambda: _answer
 from vllm.config import CacheConfig, ModelConfig, VllmConfig
 from vllm.model_executor.models import ModelRegistry
 from vllm.v1.kv_cache_interface import FullAttentionSpec, MambaSpec
@@ -144,7 +161,8 @@ for name, folder in json.loads(sys.argv[1]).items():
                                                     head_size=mc.get_head_size(), dtype=mc.dtype).page_size_bytes,
                "layers_vllm": mc.get_num_layers_by_block_type(vc.parallel_config, "attention"),
                "layers_kinds": sum(k in ("attention", "full_attention", "hybrid") for k in kinds),
-               "dtype": str(mc.dtype).removeprefix("torch.")}
+               "dtype": str(mc.dtype).removeprefix("torch."),
+               "ssm_cache_dtype": cache.mamba_ssm_cache_dtype}
         if align is not None:
             try:
                 align(vc, FlashAttentionKernelSizes)
@@ -160,18 +178,30 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    root = tmp_path_factory.mktemp("hybrid-fields")
+def _reference(root, configs: dict, cases: list, avx512_bf16: bool) -> dict:
     folders = {}
-    for name, config in CONFIGS.items():
+    for name, config in configs.items():
         (root / name).mkdir()
         (root / name / "config.json").write_text(json.dumps(config))
         folders[name] = str(root / name)
-    proc = subprocess.run([sys.executable, "-c", REFERENCE, json.dumps(folders), json.dumps(CASES)],
+    proc = subprocess.run([sys.executable, "-c", REFERENCE, json.dumps(folders), json.dumps(cases),
+                           json.dumps(avx512_bf16)],
                           capture_output=True, text=True, env=clean_env(), timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {"folders": folders, "rows": json.loads(proc.stdout.splitlines()[-1])}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every family and case, the CPU feature probe answering False (as without AVX-512 BF16)."""
+    return _reference(tmp_path_factory.mktemp("hybrid-fields"), CONFIGS, CASES, avx512_bf16=False)
+
+
+@pytest.fixture(scope="module")
+def release_avx512_bf16(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Jamba alone, the probe answering True (as on a CPU with AVX-512 BF16)."""
+    return _reference(tmp_path_factory.mktemp("hybrid-fields-bf16"), {"jamba": CONFIGS["jamba"]},
+                      [(1, 0)], avx512_bf16=True)
 
 
 def test_every_covered_family_has_a_tiny_config():
@@ -217,9 +247,30 @@ def test_release_block_rounding(release):
         assert any(rows[n]["block"] != mine[n] for n in CONFIGS if "block" in rows[n])
     elif VLLM_RELEASE == "0.25.0":
         assert {n: rows[n]["block"] for n in CONFIGS} == mine
-    else:  # 0.32.0: Jamba's temporal state (256 x 16) in float32, its conv state (3 x 256) in bfloat16
-        assert rows["jamba"]["mamba"] == 3 * 256 * 2 + 256 * 16 * 4
-        assert block_from_fields(release["folders"]["jamba"], "bfloat16", 2).mamba_page_bytes == (3 * 256 + 256 * 16) * 2
+
+
+# What each release's CPU platform does with the SSM state dtype for each answer of the probe
+# (its vllm/platforms/cpu.py): 0.32.0 resets "auto" to float32 only where AVX-512 BF16 is found.
+SSM_DTYPE_ON_CPU = {
+    "0.32.0": {False: "auto", True: "float32"},
+    "0.25.0": {False: "auto", True: "auto"},
+    "0.18.0": {False: "auto", True: "auto"},
+}
+
+
+@pytest.mark.parametrize("avx512_bf16", [False, True], ids=["without-avx512-bf16", "with-avx512-bf16"])
+def test_cpu_platform_ssm_state_dtype(release, release_avx512_bf16, avx512_bf16):
+    """Both branches of the CPU platform's decision, whatever this machine's CPU: Jamba's
+    temporal state (256 x 16) takes float32 where the platform reset the dtype, the model's
+    bfloat16 otherwise; its conv state (3 x 256) stays bfloat16. The reading from the fields
+    follows the model's dtype, as the release does on a GPU."""
+    row = (release_avx512_bf16 if avx512_bf16 else release)["rows"]["jamba/1/0"]
+    assert row["ssm_cache_dtype"] == SSM_DTYPE_ON_CPU[VLLM_RELEASE][avx512_bf16]
+    temporal_bytes = 4 if row["ssm_cache_dtype"] == "float32" else 2
+    assert row["mamba"] == 3 * 256 * 2 + 256 * 16 * temporal_bytes
+    mine = block_from_fields(release["folders"]["jamba"], "bfloat16", 2)
+    assert mine.mamba_page_bytes == (3 * 256 + 256 * 16) * 2
+    assert (row["mamba"] == mine.mamba_page_bytes) == (row["ssm_cache_dtype"] == "auto")
 
 
 def test_estimate_in_this_environment_takes_a_stated_path(release):
