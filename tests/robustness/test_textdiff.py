@@ -65,14 +65,24 @@ def test_a_typical_fix_gives_difflibs_exact_output():
         difflib.unified_diff(a, b, "a/runner.py", "b/runner.py"))
 
 
-def test_thousands_of_fixes_in_one_file_diff_in_well_under_a_second():
-    text = "class MyRunner(GPUModelRunner):\n" + "".join(
-        f"    def f{i}(self):\n"
-        "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
-        "        self.cache_config.num_gpu_blocks_override = min_blocks\n" for i in range(5_000))
-    new = fix_source_text(text, "gen.py").new_text
-    a, b = text.splitlines(keepends=True), new.splitlines(keepends=True)
-    t0 = time.perf_counter()
-    diff = "".join(unified_diff(a, b, "a/gen.py", "b/gen.py"))
-    assert time.perf_counter() - t0 < 2.0  # difflib alone is quadratic on these lines
-    assert _apply(a, diff) == b
+def test_thousands_of_fixes_in_one_file_diff_in_linear_time():
+    """Four times the fixes take about four times as long to diff, not sixteen (difflib alone
+    is quadratic on these lines): a ratio measured in one run, no wall-clock limit."""
+
+    def best_time(n: int) -> float:
+        text = "class MyRunner(GPUModelRunner):\n" + "".join(
+            f"    def f{i}(self):\n"
+            "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
+            "        self.cache_config.num_gpu_blocks_override = min_blocks\n" for i in range(n))
+        new = fix_source_text(text, "gen.py").new_text
+        a, b = text.splitlines(keepends=True), new.splitlines(keepends=True)
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            diff = "".join(unified_diff(a, b, "a/gen.py", "b/gen.py"))
+            best = min(best, time.perf_counter() - t0)
+        assert _apply(a, diff) == b
+        return best
+
+    small, large = best_time(1_250), best_time(5_000)
+    assert large < 8 * small, f"{large:.4f}s for 5,000 fixes, {small:.4f}s for 1,250"
