@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+from typing import NoReturn
 
 import click
 
@@ -232,30 +233,59 @@ def _say_output_error(exc: OutputError) -> None:
 
 
 def _report(
-    run, *, fixing: bool, fmt: str = "text", output_file: str | None = None, sources=None, out=None
+    run,
+    *,
+    fixing: bool,
+    fmt: str = "text",
+    output_file: str | None = None,
+    sources=None,
+    out=None,
+    report: ReportOptions | None = None,
 ) -> int:
     out = out or sys.stdout
+    report = report or ReportOptions()
     for r in run.files:
         if r.error is not None:
             click.echo(one_line(f"{r.error.path}: error: {r.error.reason}"), err=True)
             if _VERBOSE["on"] and getattr(r, "traceback", None):
                 click.echo(r.traceback.rstrip("\n"), err=True)
-        elif r.skipped is not None:
+        elif r.skipped is not None and not report.quiet:
             click.echo(one_line(f"{r.path}: warning: {r.skipped}"), err=True)
-    if not run.checked and not run.errors and not run.skipped:
+    if not run.checked and not run.errors and not run.skipped and not report.quiet:
         # Every path named was excluded (--force-exclude): nothing to do, not an error.
         click.echo("cgguard: warning: no Python files to check", err=True)
-    from cgguard.static.workflow.formats import MACHINE_FORMATS, Sources, render, summary
+    from cgguard.static.workflow.formats import (
+        MACHINE_FORMATS,
+        Sources,
+        render,
+        statistics,
+        summary,
+    )
 
-    document = printable(render(run, fmt, fixing=fixing, sources=sources or Sources()))
+    if report.statistics:
+        document = printable(statistics(run, fmt, quiet=report.quiet))
+    else:
+        document = printable(
+            render(run, fmt, fixing=fixing, sources=sources or Sources(), quiet=report.quiet)
+        )
     if output_file is not None:
         if not _write_document(output_file, document):
             return 2
     else:
         out.write(document)
-    if fmt in MACHINE_FORMATS:  # keep the document alone on its stream
+    if fmt in MACHINE_FORMATS and not report.quiet:  # keep the document alone on its stream
         click.echo(summary(run, fixing=fixing), err=True)
-    return run.exit_code()
+    code = run.exit_code()
+    return 0 if code == 1 and report.exit_zero else code
+
+
+class ReportOptions:
+    """How a run reports, beyond its format: ruff's ``--statistics``, ``-q``, ``--exit-zero``."""
+
+    def __init__(self, *, quiet: bool = False, exit_zero: bool = False, statistics: bool = False):
+        self.quiet = quiet  # findings and errors only: no summary line, no warnings
+        self.exit_zero = exit_zero  # findings do not fail the run (errors still exit 2)
+        self.statistics = statistics  # one row per code instead of one line per finding
 
 
 def _write_document(output_file: str, document: str) -> bool:
@@ -331,6 +361,17 @@ def _run_options(command):
                 metavar="CODES",
                 help="Do not report these codes or prefixes (comma-separated).",
             ),
+            click.option(
+                "--exit-zero",
+                is_flag=True,
+                help="Exit 0 even when findings remain (errors still exit 2).",
+            ),
+            click.option(
+                "--quiet",
+                "-q",
+                is_flag=True,
+                help="Print findings and errors only: no summary line, no warnings.",
+            ),
             verbose_option,
         )
     ):
@@ -338,7 +379,7 @@ def _run_options(command):
     return command
 
 
-def _usage_error(message: str):
+def _usage_error(message: str) -> NoReturn:
     """Bad usage found by a command: one line ending in the help to read, exit 2 (LazyGroup.main)."""
     raise click.UsageError(message, ctx=click.get_current_context(silent=True))
 
@@ -416,6 +457,21 @@ def _stdin(stdin_filename, settings):
 
 @main.command()
 @_run_options
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Print one row per code (count, code, fixable, name) instead of each finding.",
+)
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="Print the files a run would check, one a line, and check none.",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Add a `# noqa: CODE` comment to each finding's statement, so that none is reported.",
+)
 def check(
     paths,
     config_file,
@@ -427,16 +483,29 @@ def check(
     select,
     extend_select,
     ignore,
+    exit_zero,
+    quiet,
+    statistics,
+    show_files,
+    add_noqa,
 ) -> None:
     """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input).
 
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
     """
     from cgguard.static.driver.run import check_paths, check_text
-    from cgguard.static.workflow.formats import Sources
+    from cgguard.static.workflow import unusednoqa
+    from cgguard.static.workflow.formats import STATISTICS_FORMATS, Sources
     from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
+    if statistics and fmt not in STATISTICS_FORMATS:
+        _usage_error(f"--statistics prints text or json, not --format {fmt}")
+    if add_noqa and paths == ("-",):
+        _usage_error("--add-noqa writes the files it checks; standard input is no file")
+    if sum((statistics, show_files, add_noqa)) > 1:
+        _usage_error("--statistics, --show-files and --add-noqa cannot be combined")
+    report = ReportOptions(quiet=quiet, exit_zero=exit_zero, statistics=statistics)
     settings = _settings(
         paths,
         config_file,
@@ -446,17 +515,38 @@ def check(
         (select, extend_select, ignore),
         force_exclude=force_exclude,
     )
+    if show_files:
+        from cgguard.static.workflow.discovery_cli import show_files as print_files
+
+        sys.exit(print_files(paths, stdin_filename, settings, quiet=quiet))
     finding_filter = make_filter(settings)
     if paths == ("-",):
         name, source, _, run = _stdin(stdin_filename, settings)
         if source is not None:
             run.files.append(check_text(source.text, name, finding_filter))
+            if unusednoqa.enabled(settings) and run.files[-1].checked:
+                run.files[-1].findings += unusednoqa.unused_in_text(source.text, name, settings)
         sources = Sources({name: source.text} if source is not None else {})
-        sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file, sources=sources))
+        sys.exit(
+            _report(
+                run,
+                fixing=False,
+                fmt=fmt,
+                output_file=output_file,
+                sources=sources,
+                report=report,
+            )
+        )
     run = check_paths(paths, finding_filter, settings=settings)
+    if unusednoqa.enabled(settings) and not add_noqa:
+        unusednoqa.add_unused_directives(run, settings)
+    if add_noqa:
+        from cgguard.static.workflow.addnoqa import add_noqa_to_run
+
+        sys.exit(add_noqa_to_run(run, quiet=quiet))
     # The summary counts what `cgguard fix` would apply: unsafe fixes too under `unsafe-fixes = true`.
     run.unsafe_fixes = settings.unsafe_fixes
-    sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file))
+    sys.exit(_report(run, fixing=False, fmt=fmt, output_file=output_file, report=report))
 
 
 @main.command()
@@ -478,6 +568,8 @@ def fix(
     select,
     extend_select,
     ignore,
+    exit_zero,
+    quiet,
     diff,
     unsafe_fixes,
 ) -> None:
@@ -511,6 +603,7 @@ def fix(
         unsafe_fixes=unsafe_fixes,
     )
     finding_filter = make_filter(settings)
+    report = ReportOptions(quiet=quiet, exit_zero=exit_zero)
     if paths == ("-",):
         sys.exit(
             _fix_stdin(
@@ -520,6 +613,7 @@ def fix(
                 diff=diff,
                 fmt=fmt,
                 output_file=output_file,
+                report=report,
             )
         )
     if diff:
@@ -551,6 +645,7 @@ def fix(
             output_file=output_file,
             sources=sources,
             out=report_out,
+            report=report,
         )
     )
 
@@ -615,7 +710,7 @@ def _diff_base_note(run) -> None:
         )
 
 
-def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file) -> int:
+def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_file, report) -> int:
     """`cgguard fix -`: the fixed source (or, with --diff, the diff) on standard output."""
     from cgguard.static.driver.run import fix_source_text
     from cgguard.static.source import sourcefile
@@ -645,7 +740,13 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
         sys.stdout.buffer.write(out)
         sys.stdout.flush()
     return _report(
-        run, fixing=True, fmt=fmt, output_file=output_file, sources=sources, out=sys.stderr
+        run,
+        fixing=True,
+        fmt=fmt,
+        output_file=output_file,
+        sources=sources,
+        out=sys.stderr,
+        report=report,
     )
 
 
@@ -653,15 +754,15 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
 @click.argument("code", required=False)
 def rule(code: str | None) -> None:
     """Print a rule's documentation (all rules' summaries without CODE)."""
-    from cgguard.static.workflow.ruledocs import all_rules, get_rule
+    from cgguard.static.workflow.ruledocs import documented_rules, get_rule
 
     if code is None:
-        for r in all_rules():
+        for r in documented_rules():
             click.echo(f"{r.code}  {r.name}: {r.summary} (fix: {r.fix})")
         return
     doc = get_rule(code)
     if doc is None:
-        known = ", ".join(r.code for r in all_rules())
+        known = ", ".join(r.code for r in documented_rules())
         _usage_error(f"unknown rule {code!r} (known: {known})")
     click.echo(
         f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False

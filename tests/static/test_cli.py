@@ -120,6 +120,13 @@ def test_rule_documentation_works_from_a_non_editable_install(tmp_path):
     assert result.stdout.splitlines()[0].startswith(str(target))
     assert "## Fix safety" in result.stdout
     assert "- flagged/max_with_request_count.pycase" in result.stdout
+    # The workflow's own code (CGG100) has its page in the package too.
+    unused = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+         "import cgguard.cli; cgguard.cli.main(args=sys.argv[2:])", str(target), "rule", "CGG100"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert unused.returncode == 0 and "## Why is this bad?" in unused.stdout, unused.stderr
     # The deliberately buggy cases travel as data, never as Python files: checking the
     # installed package (as a venv-wide check would) finds nothing in cgguard itself.
     assert (target / "cgguard" / "_rules" / "CGG001" / "cases" / "flagged" / "v025_runner.pycase").is_file()

@@ -137,7 +137,7 @@ def test_cgguard_config_prints_values_and_origins(tmp_path):
     assert result.stdout.splitlines()[0] == f"# settings file: {source}"
     assert f'ignore = ["CGG002"]  # {source}' in result.stdout
     assert f'extend-exclude = ["gen"]  # {source}' in result.stdout
-    assert 'select = ["CGG"]  # default' in result.stdout
+    assert 'select = ["CGG0"]  # default' in result.stdout
     assert "per-file-ignores = {}  # default" in result.stdout
     isolated = run_cgguard("config", "--isolated", cwd=root)
     assert isolated.stdout.splitlines()[0] == "# settings file: none (defaults)"

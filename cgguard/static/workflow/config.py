@@ -54,7 +54,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Settings:
-    select: tuple[str, ...] = ("CGG",)
+    # Every rule of rules/ (CGG0xx); CGG100, unused suppressions, only when selected, as
+    # ruff's RUF100 (`--extend-select CGG100`, or `select = ["CGG"]`).
+    select: tuple[str, ...] = ("CGG0",)
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
@@ -188,11 +190,12 @@ def settings_from_table(table: dict, where: str, *, source: str | None, root: st
 
 def _known_codes() -> tuple[str, ...]:
     from cgguard.static.workflow.ruledocs import all_rules
+    from cgguard.static.workflow.unusednoqa import CODE as UNUSED_NOQA
 
     try:
-        return tuple(r.code for r in all_rules())
+        return (*(r.code for r in all_rules()), UNUSED_NOQA)
     except FileNotFoundError:
-        return ()
+        return (UNUSED_NOQA,)
 
 
 def _codes(value: object, where: str) -> tuple[str, ...]:

@@ -51,3 +51,27 @@ def overrides() -> dict:
     """The settings these options give for the command being run (empty when none was given)."""
     ctx = click.get_current_context(silent=True)
     return dict(ctx.meta.get(_META, {})) if ctx is not None else {}
+
+
+def show_files(paths, stdin_filename: str | None, settings, *, quiet: bool = False) -> int:
+    """``cgguard check --show-files`` (ruff's): each file the run would check, one a line, as
+    the report would name it; nothing is read. A path discovery cannot take is an error line
+    on standard error (exit 2), a path it passes over a warning."""
+    from cgguard.static.workflow.discovery import Skip, discover, force_excluded
+    from cgguard.static.workflow.names import one_line
+
+    if tuple(paths) == ("-",):
+        if not (stdin_filename and force_excluded(stdin_filename, settings)):
+            click.echo(one_line(stdin_filename or "-"))
+        return 0
+    code = 0
+    for path, error in discover(paths, settings):
+        if isinstance(error, Skip):
+            if not quiet:
+                click.echo(one_line(f"{path}: warning: {error.reason}"), err=True)
+        elif error is not None:
+            click.echo(one_line(f"{error.path}: error: {error.reason}"), err=True)
+            code = 2
+        else:
+            click.echo(one_line(path))
+    return code

@@ -137,18 +137,20 @@ class Sources:
         return i + 1, offset - starts[i] + 1
 
 
-def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
-    """The document for standard output (or --output-file)."""
+def render(run, fmt: str, *, fixing: bool, sources: Sources, quiet: bool = False) -> str:
+    """The document for standard output (or --output-file); ``quiet`` (``-q``): the
+    findings without the summary line."""
     from cgguard.static.workflow.names import one_line, printable_strings
 
     findings = sorted(run.findings, key=Finding.sort_key)
+    tail = "" if quiet else summary(run, fixing=fixing) + "\n"
     if fmt == "text":
         body = "".join(
             f"{one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}\n" for f in findings
         )
-        return body + summary(run, fixing=fixing) + "\n"
+        return body + tail
     if fmt == "full":
-        return "".join(_full(f, sources) for f in findings) + summary(run, fixing=fixing) + "\n"
+        return "".join(_full(f, sources) for f in findings) + tail
     if fmt == "json":
         import json
 
@@ -164,6 +166,58 @@ def render(run, fmt: str, *, fixing: bool, sources: Sources) -> str:
             for e in run.errors
         )
     raise ValueError(f"unknown format {fmt!r}")
+
+
+# ---- --statistics ---------------------------------------------------------------------
+
+STATISTICS_FORMATS = ("text", "json")
+
+
+def statistics(run, fmt: str, *, quiet: bool = False) -> str:
+    """``--statistics``, as ruff writes it: one row per code, the most frequent first.
+
+    text: ``COUNT<tab>CODE<tab>MARK NAME``, MARK ``[*]`` when every finding of the code is
+    fixable by the run's fixes (safe ones; unsafe ones too under ``unsafe-fixes``), ``[~]``
+    when some are, ``[ ]`` when none is; then the summary line. json: a list of
+    ``{code, name, count, fixable_count}``.
+    """
+    applies = (SAFE, UNSAFE) if getattr(run, "unsafe_fixes", False) else (SAFE,)
+    counts: dict[str, list[int]] = {}
+    for f in run.findings:
+        row = counts.setdefault(f.code, [0, 0])
+        row[0] += 1
+        row[1] += _applicability(f) in applies
+    rows = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
+    names = _rule_names()
+    if fmt == "json":
+        import json
+
+        document = [
+            {"code": code, "name": names.get(code, ""), "count": n, "fixable_count": fixable}
+            for code, (n, fixable) in rows
+        ]
+        return json.dumps(document, indent=2) + "\n"
+    count_width = max((len(str(n)) for _, (n, _) in rows), default=1)
+    code_width = max((len(code) for code, _ in rows), default=1)
+    out = []
+    for code, (n, fixable) in rows:
+        mark = "[*]" if fixable == n else "[~]" if fixable else "[ ]"
+        name = names.get(code, "")
+        out.append(f"{n:>{count_width}}\t{code:<{code_width}}\t{mark} {name}".rstrip() + "\n")
+    if any(fixable for _, (_, fixable) in rows):
+        out.append("[*] fixable with `cgguard fix` ([~]: some of them)\n")
+    if not quiet:
+        out.append(summary(run, fixing=False) + "\n")
+    return "".join(out)
+
+
+def _rule_names() -> dict[str, str]:
+    from cgguard.static.workflow.ruledocs import documented_rules
+
+    try:
+        return {doc.code: doc.name for doc in documented_rules()}
+    except FileNotFoundError:
+        return {}
 
 
 # ---- full ---------------------------------------------------------------------------

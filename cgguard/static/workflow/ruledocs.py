@@ -167,8 +167,8 @@ def rules_dir() -> Path:
     raise FileNotFoundError("cgguard's rules folder is missing from this installation")
 
 
-def _parse(folder: Path) -> RuleDoc:
-    text = (folder / "rule.md").read_text(encoding="utf-8")
+def _parse(folder: Path, page: str = "rule.md") -> RuleDoc:
+    text = (folder / page).read_text(encoding="utf-8")
     meta: dict[str, str] = {}
     body = text
     if text.startswith("---\n"):
@@ -191,8 +191,20 @@ def all_rules() -> list[RuleDoc]:
     return [_parse(root / d) for d in sorted(os.listdir(root)) if (root / d / "rule.md").is_file()]
 
 
+def workflow_rules() -> list[RuleDoc]:
+    """Codes the workflow reports itself, outside the data flow's rules and without cases:
+    CGG100 (:mod:`.unusednoqa`). Their pages sit beside this module."""
+    folder = Path(__file__).resolve().with_name("rulepages")
+    return [_parse(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".md")]
+
+
+def documented_rules() -> list[RuleDoc]:
+    """Every code ``cgguard rule`` explains: the rules of rules/, then the workflow's."""
+    return all_rules() + workflow_rules()
+
+
 def get_rule(code: str) -> RuleDoc | None:
-    for rule in all_rules():
+    for rule in documented_rules():
         if rule.code.upper() == code.upper():
             return rule
     return None

@@ -16,7 +16,9 @@ from cgguard.static.workflow.globs import PathGlobs, relative_to_root
 from cgguard.static.workflow.suppressions import filter_suppressed
 
 
-def make_filter(settings: Settings):
+def make_filter(settings: Settings, *, suppress: bool = True):
+    """The run's finding filter; ``suppress=False``: without the inline suppressions (what
+    they would silence, for the report of those that silence nothing, CGG100)."""
     per_file = [(PathGlobs([glob]), codes) for glob, codes in settings.per_file_ignores]
     ignored_for: dict[str, tuple[str, ...]] = {}
 
@@ -37,7 +39,8 @@ def make_filter(settings: Settings):
             for f in findings
             if settings.selected(f.code) and not any(f.code.startswith(c) for c in skip)
         ]
-        findings = filter_suppressed(text, findings)
+        if suppress:
+            findings = filter_suppressed(text, findings)
         if settings.unfixable:
             findings = [
                 f if f.fix is None or settings.fixable(f.code) else replace(f, fix=None)

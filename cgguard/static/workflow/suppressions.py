@@ -22,16 +22,16 @@ from cgguard.static.source.findings import Finding
 
 ALL = None  # a directive that names no codes
 
-# "noqa" must end the word: "# noqa-like" or "# noqazz" is not a directive. After a colon
+# "noqa" must end the word: "noqa-like" or "noqazz" is not a directive. After a colon
 # comes the code list, up to the next "#": codes and prefixes (`CGG001`, `CGG`, `E501`)
-# split by commas or blanks. A list that does not read as codes (`# noqa: see #12`)
+# split by commas or blanks. A list that does not read as codes ("noqa: see #12")
 # suppresses nothing, never everything; a colon with nothing after it is flake8's
-# bare `# noqa`.
-_NOQA = re.compile(r"#\s*noqa(?=$|[\s:#])(?:\s*:(?P<codes>[^#]*))?", re.I)
+# bare noqa.
+NOQA = re.compile(r"#\s*noqa(?=$|[\s:#])(?:\s*:(?P<codes>[^#]*))?", re.I)
 _CODE = re.compile(r"[A-Z]+[0-9]*", re.I)
-# Words that may follow the codes as an explanation (`# noqa: CGG001 (on purpose)`) are
+# Words that may follow the codes as an explanation ("noqa: CGG001 (on purpose)") are
 # cut off at the first token that is not a code.
-_CODE_LIST = re.compile(r"\s*(?P<list>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*|\s+[A-Z]+[0-9]+)*)", re.I)
+CODE_LIST = re.compile(r"\s*(?P<list>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*|\s+[A-Z]+[0-9]+)*)", re.I)
 NOTHING: frozenset[str] = frozenset()  # a directive whose code list cannot be read
 _IGNORE = re.compile(r"#\s*cgguard\s*:\s*ignore(?=$|[\s\[#])(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _SPLIT = re.compile(r"[\s,]+")
@@ -39,15 +39,21 @@ _SPLIT = re.compile(r"[\s,]+")
 
 def directives(comment: str) -> list[frozenset[str] | None]:
     """The suppression directives in one comment: a set of codes each, or ALL."""
-    found: list[frozenset[str] | None] = []
-    for m in _NOQA.finditer(comment):
-        found.append(_noqa_codes(m.group("codes")))
+    return [codes for _, codes in directives_by_kind(comment)]
+
+
+def directives_by_kind(comment: str) -> list[tuple[str, frozenset[str] | None]]:
+    """Each directive in one comment with its kind, ``noqa`` or ``cgguard: ignore``."""
+    found: list[tuple[str, frozenset[str] | None]] = []
+    for m in NOQA.finditer(comment):
+        found.append(("noqa", _noqa_codes(m.group("codes"))))
     for m in _IGNORE.finditer(comment):
         codes = m.group("codes")
         if codes is None or not codes.strip():
-            found.append(ALL)
+            found.append(("cgguard: ignore", ALL))
         else:
-            found.append(frozenset(c.upper() for c in _SPLIT.split(codes.strip()) if c))
+            codes_found = frozenset(c.upper() for c in _SPLIT.split(codes.strip()) if c)
+            found.append(("cgguard: ignore", codes_found))
     return found
 
 
@@ -56,7 +62,7 @@ def _noqa_codes(text: str | None) -> frozenset[str] | None:
     after it, as flake8 reads it), NOTHING where the list does not start with a code."""
     if text is None or not text.strip():
         return ALL
-    m = _CODE_LIST.match(text)
+    m = CODE_LIST.match(text)
     if m is None:
         return NOTHING
     return frozenset(c.upper() for c in _CODE.findall(m.group("list")))
@@ -83,6 +89,21 @@ def filter_suppressed(text: str, findings: list[Finding]) -> list[Finding]:
         ):
             kept.append(f)
     return kept
+
+
+def reach(text: str, findings: list[Finding]) -> list[tuple[int, int]]:
+    """For each finding, the lines (first, last) where a directive suppresses it: the same
+    lines :func:`filter_suppressed` reads."""
+    if all(f.stmt_lines != (0, 0) for f in findings):
+        return [(min(f.line, f.stmt_lines[0]), max(f.end_line, f.stmt_lines[1])) for f in findings]
+    _, spans = _comments_and_statements(text)
+    starts = [s for s, _ in spans]
+    return [_statement_lines(f, spans, starts) for f in findings]
+
+
+def covers(directive: frozenset[str] | None, code: str) -> bool:
+    """Does a directive (a set of codes or prefixes, or ALL) suppress ``code``?"""
+    return _covers(directive, code)
 
 
 def _suppressed_in_statement(lines: list[str], f: Finding) -> bool:
