@@ -262,11 +262,22 @@ def _report(
         summary,
     )
 
+    from cgguard.static.workflow.colour import Painter, wanted
+
+    # Colour for a terminal (or FORCE_COLOR), never in a file or a machine format.
+    paint = Painter(output_file is None and fmt not in MACHINE_FORMATS and wanted(out))
     if report.statistics:
-        document = printable(statistics(run, fmt, quiet=report.quiet))
+        document = printable(statistics(run, fmt, quiet=report.quiet, paint=paint))
     else:
         document = printable(
-            render(run, fmt, fixing=fixing, sources=sources or Sources(), quiet=report.quiet)
+            render(
+                run,
+                fmt,
+                fixing=fixing,
+                sources=sources or Sources(),
+                quiet=report.quiet,
+                paint=paint,
+            )
         )
     if output_file is not None:
         if not _write_document(output_file, document):
@@ -665,10 +676,12 @@ def _ctrl_c_after():
 
 def _fix_in_place(paths, finding_filter, settings):
     """`cgguard fix PATHS`: each file in turn, so that Ctrl-C can say how many were rewritten."""
+    from cgguard.static.driver.context import RunContext
     from cgguard.static.driver.run import FileResult, RunResult, fix_paths, iter_python_files
     from cgguard.static.workflow.discovery import Skip
 
     run = RunResult(unsafe_fixes=settings.unsafe_fixes)
+    context = RunContext()  # what the run reads of each project, shared by its files
     try:
         # Every file is found before any is rewritten: a rewritten file is a new inode, which
         # discovery would no longer know as one it had met (`fix . ./r.py`).
@@ -680,7 +693,11 @@ def _fix_in_place(paths, finding_filter, settings):
             else:  # a file discovery found, named alone: found again, and fixed
                 with _ctrl_c_after():
                     one = fix_paths(
-                        [path], finding_filter, unsafe=settings.unsafe_fixes, settings=settings
+                        [path],
+                        finding_filter,
+                        unsafe=settings.unsafe_fixes,
+                        settings=settings,
+                        context=context,
                     )
                     run.files.extend(one.files)
     except KeyboardInterrupt:

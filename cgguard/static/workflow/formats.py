@@ -24,6 +24,7 @@ import bisect
 import os
 
 from cgguard.static.source.findings import DISPLAY_ONLY, SAFE, UNSAFE, Finding
+from cgguard.static.workflow.colour import PLAIN, Painter
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
@@ -137,20 +138,19 @@ class Sources:
         return i + 1, offset - starts[i] + 1
 
 
-def render(run, fmt: str, *, fixing: bool, sources: Sources, quiet: bool = False) -> str:
+def render(
+    run, fmt: str, *, fixing: bool, sources: Sources, quiet: bool = False, paint: Painter = PLAIN
+) -> str:
     """The document for standard output (or --output-file); ``quiet`` (``-q``): the
-    findings without the summary line."""
-    from cgguard.static.workflow.names import one_line, printable_strings
+    findings without the summary line; ``paint``: colour for a terminal (text and full)."""
+    from cgguard.static.workflow.names import printable_strings
 
     findings = sorted(run.findings, key=Finding.sort_key)
     tail = "" if quiet else summary(run, fixing=fixing) + "\n"
     if fmt == "text":
-        body = "".join(
-            f"{one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}\n" for f in findings
-        )
-        return body + tail
+        return "".join(_line(f, paint) for f in findings) + tail
     if fmt == "full":
-        return "".join(_full(f, sources) for f in findings) + tail
+        return "".join(_full(f, sources, paint) for f in findings) + tail
     if fmt == "json":
         import json
 
@@ -173,7 +173,7 @@ def render(run, fmt: str, *, fixing: bool, sources: Sources, quiet: bool = False
 STATISTICS_FORMATS = ("text", "json")
 
 
-def statistics(run, fmt: str, *, quiet: bool = False) -> str:
+def statistics(run, fmt: str, *, quiet: bool = False, paint: Painter = PLAIN) -> str:
     """``--statistics``, as ruff writes it: one row per code, the most frequent first.
 
     text: ``COUNT<tab>CODE<tab>MARK NAME``, MARK ``[*]`` when every finding of the code is
@@ -203,7 +203,8 @@ def statistics(run, fmt: str, *, quiet: bool = False) -> str:
     for code, (n, fixable) in rows:
         mark = "[*]" if fixable == n else "[~]" if fixable else "[ ]"
         name = names.get(code, "")
-        out.append(f"{n:>{count_width}}\t{code:<{code_width}}\t{mark} {name}".rstrip() + "\n")
+        row = f"{n:>{count_width}}\t{paint.code(code.ljust(code_width))}\t{mark} {name}"
+        out.append(row.rstrip() + "\n")
     if any(fixable for _, (_, fixable) in rows):
         out.append("[*] fixable with `cgguard fix` ([~]: some of them)\n")
     if not quiet:
@@ -223,10 +224,15 @@ def _rule_names() -> dict[str, str]:
 # ---- full ---------------------------------------------------------------------------
 
 
-def _full(f: Finding, sources: Sources) -> str:
+def _line(f: Finding, paint: Painter) -> str:
+    """``PATH:LINE:COL: CODE message``, one line whatever the path holds."""
     from cgguard.static.workflow.names import one_line
 
-    out = [f"{one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}\n"]
+    return f"{paint.path(one_line(f.path))}:{f.line}:{f.col}: {paint.code(f.code)} {f.message}\n"
+
+
+def _full(f: Finding, sources: Sources, paint: Painter = PLAIN) -> str:
+    out = [_line(f, paint)]
     lines = sources.lines(f.path)
     if lines:
         last = min(f.end_line, f.line + 5)
