@@ -254,6 +254,7 @@ def _report(
     if not run.checked and not run.errors and not run.skipped and not report.quiet:
         # Every path named was excluded (--force-exclude): nothing to do, not an error.
         click.echo("cgguard: warning: no Python files to check", err=True)
+    from cgguard.static.workflow.colour import Painter, wanted
     from cgguard.static.workflow.formats import (
         MACHINE_FORMATS,
         Sources,
@@ -261,8 +262,6 @@ def _report(
         statistics,
         summary,
     )
-
-    from cgguard.static.workflow.colour import Painter, wanted
 
     # Colour for a terminal (or FORCE_COLOR), never in a file or a machine format.
     paint = Painter(output_file is None and fmt not in MACHINE_FORMATS and wanted(out))

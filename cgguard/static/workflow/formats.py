@@ -203,8 +203,8 @@ def statistics(run, fmt: str, *, quiet: bool = False, paint: Painter = PLAIN) ->
     for code, (n, fixable) in rows:
         mark = "[*]" if fixable == n else "[~]" if fixable else "[ ]"
         name = names.get(code, "")
-        row = f"{n:>{count_width}}\t{paint.code(code.ljust(code_width))}\t{mark} {name}"
-        out.append(row.rstrip() + "\n")
+        line = f"{n:>{count_width}}\t{paint.code(code.ljust(code_width))}\t{mark} {name}"
+        out.append(line.rstrip() + "\n")
     if any(fixable for _, (_, fixable) in rows):
         out.append("[*] fixable with `cgguard fix` ([~]: some of them)\n")
     if not quiet:
