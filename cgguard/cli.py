@@ -141,8 +141,24 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
+def _print_version(ctx: click.Context, param, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from cgguard.static.workflow.buildinfo import version_line
+
+    click.echo(version_line(__version__))
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cgguard")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version, and the commit it was installed from where known, and exit.",
+)
 def main() -> None:
     """Find, fix and guard vLLM's per-token CUDA-graph profiling KV cache."""
 
