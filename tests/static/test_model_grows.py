@@ -4,9 +4,9 @@ a change to the model's data, read by the same core (docs/architecture.md says h
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
+from cgguard.static.core.patterns import ParamSink
 from cgguard.static.core.program import Program
 from cgguard.static.rules.model import MODEL, NEEDLES, SOURCE_NAMES
 
@@ -26,6 +26,23 @@ def test_the_setattr_sink_is_one_row_of_the_model():
     assert _hit_lines(MODEL, text) == [6, 20]
 
 
+def test_a_builders_parameter_is_one_row_of_the_model():
+    # A sink is a parameter of a named callee: the same keyword on another call is none.
+    text = (
+        "def profile(builder, groups, vllm_config):\n"
+        "    cap = vllm_config.compilation_config.max_cudagraph_capture_size\n"
+        "    builder.get_kv_cache_config_from_groups(groups, num_blocks=cap)\n"
+        "    launch_kernel(groups, num_blocks=cap)\n"
+        "    get_profiling_kv_cache_config(vllm_config, groups, cap)\n"
+        "    make_profiling_config(vllm_config, groups, cap)\n"
+    )
+    assert _hit_lines(MODEL, text) == [3, 5]
+    kept = tuple(s for s in MODEL.param_sinks if s.param != "num_blocks")
+    assert _hit_lines(dataclasses.replace(MODEL, param_sinks=kept), text) == [5]
+    kernel = (ParamSink("launch_kernel", "num_blocks"),)
+    assert _hit_lines(dataclasses.replace(MODEL, param_sinks=kernel), text) == [4]
+
+
 def test_a_rule_of_the_same_kind_is_a_model():
     # A token count that reaches a request-count field: the same core, another model.
     tokens_as_requests = dataclasses.replace(
@@ -33,10 +50,8 @@ def test_a_rule_of_the_same_kind_is_a_model():
         source_attrs=frozenset({"max_num_batched_tokens"}),
         source_lists=frozenset(),
         store_sinks=frozenset({"max_num_seqs"}),
-        keyword_sinks=re.compile(r"^max_num_seqs$"),
+        param_sinks=(),
         request_counts=frozenset(),
-        budget_keywords=frozenset(),
-        builder_calls=re.compile(r"^$"),
     )
     text = (
         "def configure(scheduler_config, vllm_config):\n"

@@ -60,6 +60,7 @@ class Hit:
     via: str | None = None  # ``helper()`` the count came through, for the message
     helper: object | None = None  # that helper's summary
     path: str | None = None  # the module the hit is in, where not the one analysed
+    none_tested: bool = False  # the code tests the source's value for None (any alias)
 
 
 @dataclass(frozen=True, eq=False)
@@ -366,6 +367,9 @@ class ScopeFlow:
         self.env: dict[str, object] = _Watched(self._memo)
         self.aliases: dict[str, ir.Expr] = _Watched(self._memo)
         self.hits: list[Hit] = []
+        # Ids of the sources whose value the scope tests for None, under any name
+        # (``cap = cc.max_cudagraph_capture_size`` then ``if cap is None``).
+        self.none_tested: set[int] = set()
         for p in params:
             if p.name in model.request_counts:
                 self.env[p.name] = _REQUEST
@@ -912,7 +916,9 @@ class ScopeFlow:
         self.hits.append(taint.pending)
 
     def escapes(self, node: ir.Expr) -> None:
-        """``node`` leaves the function (returned, stored on an object, passed to a call)."""
+        """``node`` leaves the function (returned, stored on an object). That is no sink,
+        whatever the local is called: a helper's or member's count is used otherwise there
+        (the return of a helper is followed to its callers by its summary)."""
         if isinstance(node, ir.Seq):
             for element in node.elts:
                 self.escapes(element)
@@ -924,24 +930,16 @@ class ScopeFlow:
         if isinstance(node, ir.Starred):
             node = node.value
         taint = self.taint_of(node)
-        if taint is not None and taint.pending is None and taint.call is not None:
+        if taint is not None and taint.call is not None:
             self.other_uses.add(_ref_id(taint.call))
-        self.emit(taint)
 
     def used(self, node: ir.Expr) -> None:
-        """``node`` is handed to a call that is no sink (a buffer's size, an unknown helper).
-
-        A local named as the model's block counts (``num_blocks``, not any ``*_blocks``)
-        leaves the function there as a block count; a member's count is used otherwise."""
+        """``node`` is handed to a call that is no sink (a buffer's size, an unknown helper):
+        a helper's or member's count is used otherwise there."""
         if isinstance(node, ir.Starred):
             node = node.value
         taint = self.taint_of(node)
-        if taint is None:
-            return
-        if taint.pending is not None:
-            if self.model.escaping(taint.pending.sink):
-                self.emit(taint)
-        elif taint.call is not None:
+        if taint is not None and taint.call is not None:
             self.other_uses.add(_ref_id(taint.call))
 
     # ---- states ------------------------------------------------------------------------
@@ -1169,9 +1167,7 @@ class ScopeFlow:
 
     def _summarise(self, stmt: object, value: ir.Expr, index: int | None, parent: object) -> None:
         taint = self.taint_of(value)
-        if taint is None or (
-            not self.summarising and (taint.reported or taint.pending is not None)
-        ):
+        if taint is None or (not self.summarising and self._already_reported(taint)):
             return
         request, guessed = self.request_of(taint)
         self.returns.append(
@@ -1187,11 +1183,16 @@ class ScopeFlow:
             )
         )
 
+    def _already_reported(self, taint: Taint) -> bool:
+        """The count reached a sink in this scope (its finding is made): a return or a
+        member holding it is not followed to a second one."""
+        return taint.reported or (taint.pending is not None and id(taint.pending) in self._emitted)
+
     def stored_on_self(self, target: ir.Attribute, value: ir.Expr, parent: object) -> None:
         if not _is_name(target.value, "self"):
             return
         taint = self.taint_of(value)
-        if taint is None or taint.reported or taint.pending is not None:
+        if taint is None or self._already_reported(taint):
             return
         request, guessed = self.request_of(taint)
         self.stored.append(
@@ -1349,13 +1350,11 @@ class ScopeFlow:
         if isinstance(value, ir.Dict):
             for k, v in zip(value.keys, value.values, strict=True):
                 key = k.value if isinstance(k, ir.Const) else None
-                if isinstance(key, str) and (
-                    self.model.keyword_sink(key) or self.model.budget_sink(key)
-                ):
+                if isinstance(key, str) and key in self.model.sink_keys():
                     out.append((key, v))
         elif isinstance(value, ir.Call) and _is_name(value.func, "dict"):
             for a in value.args:
-                if a.keyword is not None and self.model.keyword_sink(a.keyword):
+                if a.keyword is not None and a.keyword in self.model.sink_keys():
                     out.append((a.keyword, a.value))
         elif isinstance(value, ir.Call) and any(self._tainted(a.value) for a in value.args):
             # A helper that builds the dict from what it is handed: the entries are the
@@ -1373,7 +1372,7 @@ class ScopeFlow:
         index = target.index
         name = index.value if isinstance(index, ir.Const) and isinstance(index.value, str) else None
         m = self.model
-        if key is None or name is None or not (m.keyword_sink(name) or m.budget_sink(name)):
+        if key is None or name is None or name not in m.sink_keys():
             if key is not None and name is not None and self.function:
                 # ``sizes["tokens"] = <count>``: the entry is read back as ``sizes["tokens"]``.
                 taint = self.taint_of(value)
@@ -1388,13 +1387,16 @@ class ScopeFlow:
         entries = held.entries if isinstance(held, SplatDict) else ()
         self.env[key] = SplatDict((*entries, (name, value, self.current_stmt)))
 
-    def _splatted(self, value: ir.Expr) -> None:
+    def _splatted(self, value: ir.Expr, callee: str | None) -> None:
+        """``callee(**value)``: the entries under a key that is a sink of that callee."""
         entries = [(n, v, self.current_stmt) for n, v in self._dict_sinks(value)]
         if not entries and isinstance(value, ir.Name | ir.Attribute):
             held = self.env.get(dotted(value) or "")
             entries = list(held.entries) if isinstance(held, SplatDict) else []
         splat_stmt = self.current_stmt
         for name, element, stmt in entries:
+            if not self.model.keyword_sink(callee, name):
+                continue
             self.current_stmt = stmt
             self.sink(element, sink=f'"{name}"')
         self.current_stmt = splat_stmt
@@ -1412,7 +1414,22 @@ class ScopeFlow:
                 continue
             if isinstance(cur, ir.Call):
                 self.call(cur)
+            elif isinstance(cur, ir.Compare):
+                self._none_test(cur)
             stack.extend(reversed(ir.children(cur)))
+
+    def _none_test(self, node: ir.Compare) -> None:
+        """``x is None`` (``is not``, ``==``, ``!=``, either side): where ``x`` carries a
+        source's value, that source may be None."""
+        sides = (node.left, *node.comparators)
+        nones = [s for s in sides if isinstance(s, ir.Const) and s.value is None]
+        if not nones or not set(node.ops) & {"is", "is not", "==", "!="}:
+            return
+        for side in sides:
+            if side not in nones:
+                taint = self.taint_of(side)
+                if taint is not None:
+                    self.none_tested.add(id(taint.source))
 
     def call(self, node: ir.Call) -> None:
         m = self.model
@@ -1441,23 +1458,27 @@ class ScopeFlow:
                 # ``setattr(obj, "name", v)`` stores ``obj.name``
                 self.assign(ir.Attribute(args[0].value, str(name.value), node.span), args[2].value)
                 sunk.add(id(args[2]))
-        replacing = callee in m.replace_calls
+        # The callee whose parameters the arguments fill: ``f(n)`` where the local ``f`` is
+        # ``partial(builder, ...)`` calls the builder, and ``partial(builder, num_blocks=n)``
+        # binds the builder's keywords.
+        named = last_name(node.func)
+        if named in m.partial_calls and args:
+            named = last_name(args[0].value)
         for arg in node.args:
-            if arg.keyword is None:
-                continue
-            # ``replace(obj, num_gpu_blocks_override=n)`` stores the field; any call's
-            # ``num_blocks=`` (the keyword sinks) receives the count.
-            stored = replacing and arg.keyword in m.store_sinks
-            if stored or m.keyword_sink(arg.keyword) or m.budget_sink(arg.keyword):
+            # ``replace(obj, num_gpu_blocks_override=n)`` stores the field; a named
+            # builder's ``num_blocks=`` receives the count (not any call's).
+            if arg.keyword is not None and m.keyword_sink(named, arg.keyword):
                 self.sink(arg.value, sink=f"{arg.keyword}=")
                 sunk.add(id(arg))
         for arg in node.args:
             if arg.star == "**":
-                self._splatted(arg.value)
+                self._splatted(arg.value, named)
                 sunk.add(id(arg))
-        if callee and m.builder(callee) and not any(self._is_request(a.value) for a in args):
-            for arg in args:
-                self.sink(arg.value, sink=f"{callee}(...)")
+        for index, arg in enumerate(_positional(node)):
+            if arg.star:
+                break  # later positions are not known
+            if m.positional_sink(named, index) is not None and id(arg) not in sunk:
+                self.sink(arg.value, sink=f"{named}(...)")
                 sunk.add(id(arg))
         # A callee can only sink a count it is handed: resolve it (which may read and lower
         # another module) only when an argument carries one.
@@ -1468,8 +1489,8 @@ class ScopeFlow:
                 self.sink(arg_value, sink=sink)
                 sunk.add(id(handed))
         if callee not in m.quiet_calls:
-            # Handed to a call that is no sink: a member's count used otherwise. A block-named
-            # local's count does not become a finding there (a launch grid's tiles, a buffer).
+            # Handed to a call that is no sink: a helper's count used otherwise. A local's
+            # count never becomes a finding there for its name (a launch grid, a buffer).
             for arg in node.args:
                 if id(arg) not in sunk:
                     self.used(arg.value)

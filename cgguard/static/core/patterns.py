@@ -16,6 +16,18 @@ from cgguard.static.core.needles import needles_of
 
 
 @dataclass(frozen=True)
+class ParamSink:
+    """A parameter of a named callee that receives a sink's value: ``callee(..., param=v)``,
+    or ``v`` as its ``position``-th positional argument (None: by keyword only). The callee
+    is the called name's last part, so a module function and a builder's method of that
+    name are the same sink (a bound method's receiver is not counted)."""
+
+    callee: str
+    param: str
+    position: int | None = None
+
+
+@dataclass(frozen=True)
 class Model:
     # ---- sources: a count the rule follows (a capture size, in tokens) -----------------
     source_attrs: frozenset[str]  # ``<x>.name`` and ``getattr(<x>, "name"[, default])``
@@ -32,15 +44,14 @@ class Model:
     token_counts: frozenset[str]  # attributes that count tokens: a min() with them still does
     # ---- sinks -------------------------------------------------------------------------
     store_sinks: frozenset[str]  # attribute stores on any object, ``setattr``, ``replace``, keys
-    keyword_sinks: re.Pattern[str]  # keyword arguments of any call that take a block count
-    budget_keywords: frozenset[str]  # keyword arguments taking bytes of a block count
-    builder_calls: re.Pattern[str]  # callees whose positional arguments are a block count
+    # parameters of named callees that receive the count (a sink is typed by the API it
+    # feeds, never by a name that looks like a count)
+    param_sinks: tuple[ParamSink, ...]
     setattr_calls: frozenset[str]  # ``setattr(obj, "name", value)``
     replace_calls: frozenset[str]  # ``replace(obj, name=value)`` (dataclasses, copy)
     # ---- where a finding goes ----------------------------------------------------------
     placement_names: re.Pattern[str]  # names of locals that hold a block count
-    escaping_names: re.Pattern[str]  # block-named locals that are a count handed to any call
-    quiet_calls: frozenset[str]  # calls a block-named local is handed to without leaving
+    quiet_calls: frozenset[str]  # calls a helper's count is handed to without being used
     # ---- the fix's request count -------------------------------------------------------
     runner_names: frozenset[str]  # receivers that hold ``<runner>.<runner_request>``
     runner_request: str
@@ -83,20 +94,32 @@ class Model:
     def mentions_request(self, node: ir.Expr) -> bool:
         return any(_last_name(sub) in self.request_counts for sub in walk(node))
 
-    def keyword_sink(self, keyword: str) -> bool:
-        return keyword in self.store_sinks or bool(self.keyword_sinks.match(keyword))
+    def keyword_sink(self, callee: str | None, keyword: str) -> bool:
+        """Does ``callee(..., keyword=v)`` hand ``v`` to a sink? A store sink's name is one
+        on any call (``replace(cfg, num_gpu_blocks_override=n)``, ``CacheConfig(...)``);
+        any other keyword only on the callee whose parameter it is."""
+        if keyword in self.store_sinks:
+            return True
+        return callee is not None and any(
+            s.callee == callee and s.param == keyword for s in self.param_sinks
+        )
 
-    def budget_sink(self, keyword: str) -> bool:
-        return keyword in self.budget_keywords
+    def positional_sink(self, callee: str | None, index: int) -> str | None:
+        """The parameter that ``callee``'s ``index``-th positional argument fills where it
+        is a sink (a method's receiver not counted), else None."""
+        if callee is None:
+            return None
+        for s in self.param_sinks:
+            if s.callee == callee and s.position == index:
+                return s.param
+        return None
 
-    def builder(self, callee: str) -> bool:
-        return bool(self.builder_calls.search(callee))
+    def sink_keys(self) -> frozenset[str]:
+        """Keys of a dict that may become a sink once splatted into a call (the call decides)."""
+        return self.store_sinks | frozenset(s.param for s in self.param_sinks)
 
     def placement(self, name: str) -> bool:
         return bool(self.placement_names.match(name))
-
-    def escaping(self, name: str) -> bool:
-        return bool(self.escaping_names.match(name))
 
     def needles(self) -> tuple[str, ...]:
         """Substrings one of which every source's text contains (the byte prefilter's)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from cgguard.static.core import ir
@@ -1024,7 +1024,22 @@ class Program:
             )
             flow.run(stmts)
             flows.append((flow, None))
-        return self._place(module, flows)
+        return self._none_tested(self._place(module, flows), flows)
+
+    def _none_tested(
+        self, hits: list[Hit], flows: list[tuple[ScopeFlow, FunctionInfo | None]]
+    ) -> list[Hit]:
+        """Mark the hits whose source's value some flow read so far tests for None (the
+        module's scopes, and the helpers and members followed to them)."""
+        if not hits:
+            return hits
+        tested: set[int] = set()
+        for flow, _ in flows:
+            tested |= flow.none_tested
+        for facts in self.facts.values():
+            if facts.flow is not None:
+                tested |= facts.flow.none_tested
+        return [replace(h, none_tested=True) if id(h.source) in tested else h for h in hits]
 
     @staticmethod
     def _module_level(module: ModuleInfo, func: FunctionInfo) -> bool:
@@ -1237,18 +1252,25 @@ class Program:
                 # an imported helper's count moves to its return only where its own module
                 # uses it for nothing else.
                 continue
+            if summary.attr is None and self._used_by_importers(summary, module):
+                # Another module of the project uses the helper for something else (a
+                # token buffer): its return is no block count, the call here makes it one.
+                continue
             moved.add(key)
             for ret in summary.returns:
+                # A local named as a block count that is returned: the finding goes where
+                # it was assigned, as where it reaches a sink in its own scope.
+                at = ret.taint.pending
                 extra.append(
                     Hit(
                         kind=ret.taint.kind,
-                        sink=summary.spelled,
-                        node=ret.value,
+                        sink=summary.spelled if at is None else at.sink,
+                        node=ret.value if at is None else at.node,
                         source=ret.taint.source,
-                        rewrite=ret.rewrite,
-                        request=ret.request,
-                        stmt=ret.stmt,
-                        guessed=ret.guessed,
+                        rewrite=ret.rewrite if at is None else at.rewrite,
+                        request=ret.request if at is None else at.request,
+                        stmt=ret.stmt if at is None else at.stmt,
+                        guessed=ret.guessed if at is None else at.guessed,
                         via=None if ret.taint.helper is None else ret.taint.helper.spelled,
                         helper=ret.taint.helper,
                         path=None if summary.path == module.path else summary.path,
@@ -1259,7 +1281,50 @@ class Program:
             for h in hits
             if not isinstance(h.helper, Summary) or _helper_key(h.helper) not in moved
         ]
-        return kept + extra
+        # Two returns of one local hold one finding, at the local.
+        placed: set[int] = {id(h.node) for h in kept}
+        for h in extra:
+            if id(h.node) not in placed:
+                placed.add(id(h.node))
+                kept.append(h)
+        return kept
+
+    def _used_by_importers(self, summary: Summary, checked: ModuleInfo) -> bool:
+        """Does a module of the project other than ``checked`` and the helper's own import
+        the module-level helper and use it otherwise than as a count that reaches a sink?
+        Asked in a one-file run too, so pre-commit's run on the caller agrees with a check
+        of the whole project. A use at a module's or class's top level counts as other."""
+        helper = summary.function
+        home = self.module_at(summary.path) if summary.path is not None else None
+        if helper.cls is not None or home is None or home.dotted is None or self.root is None:
+            return False
+        leaf = home.dotted.rsplit(".", 1)[-1]
+        for path in self.project_files():
+            if path in (checked.path, home.path):
+                continue
+            text = self._read(path)
+            if text is None or "import" not in text or leaf not in text or helper.name not in text:
+                continue
+            other = self.module_at(path)
+            if other is None:
+                continue
+            self._read_local_imports(other)
+            spelled = {helper.name} | {
+                local
+                for local, (_, attr) in other.imports.items()
+                if attr == helper.name and self.function_named(other, local) is helper
+            }
+            refs = _references(other.tree, spelled, self._lines(other))
+            if not refs:
+                continue
+            sunk: set[int] = set()
+            for func in _all_functions(other):
+                flow = self.function_flow(func)
+                if flow is not None:
+                    sunk |= flow.sunk_calls - flow.other_uses
+            if any(id(r) not in sunk for r in refs):
+                return True
+        return False
 
     def _used_elsewhere(self, summary: Summary) -> bool:
         """A helper of another module used otherwise in its own module (a buffer's size)."""

@@ -37,7 +37,8 @@ def unsafe_reasons(hit: Hit, text: str, none_tested: frozenset[str] | None = Non
     if hit.guessed:
         reasons.append(f"nothing shows that this class has `{hit.request}`")
     source = hit.source
-    if isinstance(source, ir.Attribute) and source.attr in none_tested:
+    if hit.none_tested or (isinstance(source, ir.Attribute) and source.attr in none_tested):
+        # tested through any local or alias of it (the core's flow), or by its own name
         reasons.append("this file checks the capture size for None, and min() with None raises")
     elif isinstance(source, ir.Call) and _none_default(source, none_tested):
         reasons.append("getattr() may give None here, and min() with None raises")

@@ -20,13 +20,14 @@ Sanitize   ``min()`` with a request count (:data:`REQUEST_COUNT_NAMES` on any re
            local holding one, a helper or property returning one); the clamp
            ``if x > R: x = R`` and ``x if x <= R else R``. A ``min()`` with a token count
            (:data:`TOKEN_COUNT_NAMES`) or a constant still counts tokens.
-Sinks      the allocation: a store of ``num_gpu_blocks_override`` on any object (also by
-           ``setattr``, ``mock.patch.object``, ``replace`` and a splatted dict key),
-           block-count keywords
-           (``num_blocks=``...), ``available_memory=`` byte budgets, and positional
-           arguments of a profiling builder (:data:`_PROFILING_BUILDER`). A *local* named
-           like a block count is no sink: it is where the finding goes when its value
-           reaches one (or, for the model's plain block-count names, leaves the function).
+Sinks      the allocation, typed by its API: a store of ``num_gpu_blocks_override`` on any
+           object (also by ``setattr``, ``mock.patch.object``, ``replace``, any call's
+           keyword and a splatted dict key), and the parameters of vLLM's KV-cache config
+           builders (:data:`PARAM_SINKS`: ``available_memory``, ``num_blocks``,
+           ``fixed_num_blocks``...), by keyword, at their position, or splatted. A name
+           that looks like a block count is never a sink: a local named so is where the
+           finding goes when its value reaches a sink, and a kernel's ``num_blocks=`` or a
+           returned ``max_grid_blocks`` is nothing.
 ========== =================================================================================
 """
 
@@ -97,30 +98,30 @@ TOKEN_COUNT_NAMES = frozenset({"max_num_tokens", "max_num_batched_tokens", "max_
 
 # ---- sinks ----------------------------------------------------------------------------
 
-# Where a value is a number of KV-cache blocks.
-_BLOCK_COUNT_NAME = re.compile(
-    r"""^(?:
-        .*_blocks                       # min_blocks, num_blocks, fixed_num_blocks ...
-      | blocks
-      | num_gpu_blocks_override
-      | num_gpu_blocks
-      | .*profil\w*_(?:rows|slots)      # a layer remembering the profiling cache's rows
-      | .*_(?:rows|slots)_\w*profil\w*
-    )$""",
-    re.VERBOSE,
+# Where the profiling KV cache's block count is handed to vLLM's allocation API: a
+# parameter of a named callee (a module function or a builder's method of that name), by
+# keyword or at its position. ``get_kv_cache_config_from_groups(vllm_config, groups,
+# available_memory)`` takes a byte budget built from the count (the pre-releases); 0.33.0's
+# builder takes ``num_blocks=``; ``_get_kv_cache_configs(..., fixed_num_blocks=)`` and
+# ``get_profiling_kv_cache_config(vllm_config, kv_cache_spec, min_blocks)`` are the
+# planner's (FIELD-NOTES section 3). A name that looks like a block count is no sink: a
+# kernel's ``num_blocks=`` counts launch-grid blocks of tokens.
+KV_CACHE_CONFIG_BUILDER = "get_kv_cache_config_from_groups"
+PARAM_SINKS: tuple[tuple[str, str, int | None], ...] = (
+    (KV_CACHE_CONFIG_BUILDER, "available_memory", 2),
+    (KV_CACHE_CONFIG_BUILDER, "num_blocks", None),
+    ("_get_kv_cache_configs", "fixed_num_blocks", None),
+    ("get_profiling_kv_cache_config", "min_blocks", 2),
+    ("get_profiling_kv_cache_config", "num_blocks", None),
 )
-# Byte budgets computed from a block count (``count * page_size``).
-BYTE_BUDGET_NAMES = frozenset({"available_memory"})
-# Callees that take a positional block count for the profiling KV cache config:
-# `get_kv_cache_config_from_groups`, `_build_profiling_kv_cache_config`,
-# `make_minimal_kv_cache`... (not any call with "profil" in its name).
-_PROFILING_BUILDER = re.compile(
-    r"(?:kv_cache_config|minimal_kv_cache|profil\w*(?:cache|config))", re.IGNORECASE
-)
+# Attributes whose store on any object is the profiling cache's block count.
+STORE_SINKS = frozenset({"num_gpu_blocks_override"})
+# Locals where a finding is placed when their value reaches a sink (never a sink themselves).
+_BLOCK_COUNT_LOCAL = r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
 
-# Every sink above (block-count names, byte budgets, builder callees, dict keys) contains
-# one of these words, case aside: code without any of them cannot hold a finding, so the
-# driver does not parse it. Checked below against the patterns' own words.
+# Every sink above (the stored attribute, the builders and their parameters, dict keys)
+# contains one of these words, case aside: code without any of them cannot hold a finding,
+# so the driver does not parse it (tests/static/test_sink_words.py holds every sink to it).
 SINK_WORD_LIST = ("blocks", "available_memory", "profil", "kv_cache_config", "minimal_kv_cache")
 SINK_WORDS = re.compile("|".join(SINK_WORD_LIST), re.IGNORECASE)
 
@@ -160,19 +161,6 @@ _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _FOLDS_TO_ASCII_UTF8 = tuple(c.encode() for c in _FOLDS_TO_ASCII)
 
 
-def is_block_count_name(name: str) -> bool:
-    return bool(_BLOCK_COUNT_NAME.match(name))
-
-
-def is_sink_name(name: str) -> bool:
-    """Assignment target / keyword / dict key names that receive a block count (or bytes of one)."""
-    return is_block_count_name(name) or name in BYTE_BUDGET_NAMES
-
-
-def is_profiling_builder(callee: str) -> bool:
-    return bool(_PROFILING_BUILDER.search(callee))
-
-
 def is_capture_attr_name(value: object) -> bool:
     """A constant attribute name handed to ``getattr`` that reads a capture size."""
     return isinstance(value, str) and value in CAPTURE_SIZE_ATTRS
@@ -183,7 +171,7 @@ def is_capture_attr_name(value: object) -> bool:
 
 def model() -> Model:
     """The model the core reads (made per run: the core keeps nothing between runs)."""
-    from cgguard.static.core.patterns import Model
+    from cgguard.static.core.patterns import Model, ParamSink
 
     return Model(
         source_attrs=CAPTURE_SIZE_ATTRS,
@@ -196,18 +184,11 @@ def model() -> Model:
         clamp_calls=frozenset({"min"}),
         request_counts=REQUEST_COUNT_NAMES,
         token_counts=TOKEN_COUNT_NAMES,
-        store_sinks=frozenset({"num_gpu_blocks_override"}),
-        keyword_sinks=re.compile(r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"),
-        budget_keywords=BYTE_BUDGET_NAMES,
-        builder_calls=_PROFILING_BUILDER,
+        store_sinks=STORE_SINKS,
+        param_sinks=tuple(ParamSink(c, p, at) for c, p, at in PARAM_SINKS),
         setattr_calls=frozenset({"setattr", "__setattr__", "object"}),
         replace_calls=frozenset({"replace"}),
-        placement_names=re.compile(
-            r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
-        ),
-        escaping_names=re.compile(
-            r"^(?:(?:min|num|fixed_num|profiling|min_profiling|num_gpu)_)?blocks(?:_override)?$"
-        ),
+        placement_names=re.compile(_BLOCK_COUNT_LOCAL),
         quiet_calls=NON_ESCAPING_CALLS,
         runner_names=frozenset({"runner", "model_runner"}),
         runner_request="max_num_reqs",

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from cgguard.static.core.patterns import ParamSink
+
 BEGIN = "<!-- model table: begin (written by python -m cgguard.static.rules.modeltable --write) -->"
 END = "<!-- model table: end -->"
 
@@ -83,20 +85,14 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "through `setattr`, a `replace` keyword and a dict key splatted into a call",
         "v025_runner, sinks_setattr_override, sinks_dataclasses_replace, version_dict_key_sink",
     ),
-    "keyword_sinks": (
+    "param_sinks": (
         "sinks (the allocation)",
-        "keyword arguments that take a block count",
-        "keyword_and_positional_sinks, bases_mixin_attribute, flows_dicts_in_steps",
-    ),
-    "budget_keywords": (
-        "sinks (the allocation)",
-        "keyword arguments that take a byte budget built from a block count",
-        "prerelease_byte_budget, bases_aliased_two_levels",
-    ),
-    "builder_calls": (
-        "sinks (the allocation)",
-        "callees (searched in the called name) whose positional arguments are a block count",
-        "keyword_and_positional_sinks",
+        "parameters of vLLM's KV-cache config builders that take the block count or a byte "
+        "budget built from it: `callee(param=)`, by keyword or at its position (`@ 2`: the "
+        "third positional argument, a method's receiver not counted), also a key of a dict "
+        "splatted into that callee. A keyword of any other call is no sink, whatever its name",
+        "keyword_and_positional_sinks, prerelease_byte_budget, flows_dicts_in_steps, "
+        "sinks_unknown_callees, grid_launch_keywords",
     ),
     "setattr_calls": (
         "sinks (the allocation)",
@@ -113,21 +109,16 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "placement_names": (
         "where it reports",
-        "names of locals that hold a block count: no sink by themselves, they are where the "
-        "finding and the fix go when a per-token value flows from them to a sink",
-        "v025_runner, precision_bounded_on_every_path, grid_triton_launch_blocks",
-    ),
-    "escaping_names": (
-        "where it reports",
-        "block-count locals that are the count also when handed to a call that is no sink "
-        "(any block-count local is one where it reaches a sink, is returned or stored); "
-        "`max_num_m_blocks` and other tile counts are not",
-        "local_aliases, no_request_count_in_class, grid_moe_align_blocks",
+        "names of locals that hold a block count: no sink by themselves (returned, stored or "
+        "handed to any other call, they are nothing), they are where the finding and the fix "
+        "go when a per-token value flows from them to a sink",
+        "v025_runner, precision_bounded_on_every_path, grid_triton_launch_blocks, "
+        "grid_blocks_returned",
     ),
     "quiet_calls": (
         "where it reports",
-        "calls a block-count local may be handed to without leaving the function (conversions, "
-        "logging, the bounds)",
+        "calls a helper's count may be handed to without being used otherwise (conversions, "
+        "logging, the bounds): the helper's return stays a block count",
         "mirror_logged_and_asserted",
     ),
     "runner_names": (
@@ -195,6 +186,9 @@ def _value(value: object) -> str:
         return f"`{value}`"
     if isinstance(value, frozenset | set):
         return ", ".join(f"`{v}`" for v in sorted(value))
+    if isinstance(value, ParamSink):
+        where = "" if value.position is None else f" @ {value.position}"
+        return f"`{value.callee}({value.param}=)`{where}"
     if isinstance(value, tuple):
         return ", ".join(
             f"`{v[0]}` → `{v[1]}`" if isinstance(v, tuple) and len(v) == 2 else _value(v)
