@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 from typing import NoReturn
 
@@ -676,54 +674,41 @@ def fix(
     )
 
 
-@contextlib.contextmanager
-def _ctrl_c_after():
-    """Ctrl-C within the block takes effect when it ends: the file is fixed and counted."""
-    if not hasattr(signal, "pthread_sigmask"):  # Windows: at once, as anywhere else
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def _fix_in_place(paths, finding_filter, settings):
-    """`cgguard fix PATHS`: each file in turn, so that Ctrl-C can say how many were rewritten."""
-    from cgguard.static.driver.context import RunContext
+    """`cgguard fix PATHS`: each file in turn. Ctrl-C while a fix is worked out stops the run
+    there, before that file is written; Ctrl-C during a write stops it once the file is whole
+    (:mod:`cgguard.static.source.interrupts`). Either way the line says how many were rewritten."""
     from cgguard.static.driver.run import FileResult, RunResult, fix_paths, iter_python_files
+    from cgguard.static.source.interrupts import Interrupts
     from cgguard.static.workflow.discovery import Skip
 
     run = RunResult(unsafe_fixes=settings.unsafe_fixes)
-    context = RunContext()  # what the run reads of each project, shared by its files
+    interrupts = Interrupts()
     try:
-        # Every file is found before any is rewritten: a rewritten file is a new inode, which
-        # discovery would no longer know as one it had met (`fix . ./r.py`).
-        for path, error in list(iter_python_files(paths, settings)):
-            if isinstance(error, Skip):
-                run.files.append(FileResult(path, skipped=error.reason))
-            elif error is not None:
-                run.files.append(FileResult(path, error=error))
-            else:  # a file discovery found, named alone: found again, and fixed
-                with _ctrl_c_after():
+        with interrupts:
+            # Every file is found before any is rewritten: a rewritten file is a new inode, which
+            # discovery would no longer know as one it had met (`fix . ./r.py`).
+            for path, error in list(iter_python_files(paths, settings)):
+                if isinstance(error, Skip):
+                    run.files.append(FileResult(path, skipped=error.reason))
+                elif error is not None:
+                    run.files.append(FileResult(path, error=error))
+                else:  # a file discovery found, named alone: found again, and fixed
                     one = fix_paths(
-                        [path],
-                        finding_filter,
-                        unsafe=settings.unsafe_fixes,
-                        settings=settings,
-                        context=context,
+                        [path], finding_filter, unsafe=settings.unsafe_fixes, settings=settings
                     )
                     run.files.extend(one.files)
     except KeyboardInterrupt:
-        rewritten = sum(1 for r in run.files if r.changed)
-        # Each write is atomic: a file is either rewritten whole or untouched.
-        done = (
-            f"{rewritten} file{'s' if rewritten != 1 else ''} already rewritten (each one whole)"
-            if rewritten
-            else "no file rewritten"
-        )
-        click.echo(f"cgguard: interrupted: {done}; the others are untouched", err=True)
+        rewritten = len(interrupts.written)
+        if rewritten:
+            # Each write is whole: a file is its new bytes or its old ones.
+            click.echo(
+                f"cgguard: interrupted: {rewritten} file{'s' if rewritten != 1 else ''} "
+                "already rewritten (each one whole); the others are untouched",
+                err=True,
+            )
+        else:
+            click.echo("cgguard: interrupted: no file was rewritten", err=True)
         sys.exit(2)
     return run
 

@@ -354,6 +354,17 @@ def test_read_only_file_is_reported_not_rewritten(tmp_path):
     assert (tmp_path / "open.py").read_text() == FIXED
 
 
+def test_a_file_only_this_user_may_not_write_is_said_so(tmp_path):
+    # r--rw-r--: the owner (this user) may not write it, its group may: not "read-only".
+    (tmp_path / "theirs.py").write_text(BUGGY)
+    os.chmod(tmp_path / "theirs.py", 0o464)
+    result = cgguard("fix", ".", cwd=tmp_path, unprivileged=True)
+    assert result.returncode == 2, result.stdout + result.stderr
+    _assert_errors(result.stderr, tmp_path,
+                   {"theirs.py": "could not write the fixed file: the file is not writable by this user"})
+    assert (tmp_path / "theirs.py").read_text() == BUGGY
+
+
 def test_internal_error_outside_any_file_is_one_line(tmp_path, monkeypatch):
     """Injected, as above: discovery itself fails (a bug), so no file can be named."""
     from click.testing import CliRunner

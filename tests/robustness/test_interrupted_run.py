@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.robustness.conftest import BUGGY, CLEAN, assert_no_traceback, cgguard
+from tests.robustness.conftest import BUGGY, CLEAN, FIXED, assert_no_traceback, cgguard
 
 N_FILES = 1500
 # Padding makes each file several kilobytes, so a kill has a real chance of landing
@@ -153,3 +153,69 @@ def test_ctrl_c_stops_cleanly_with_exit_2_says_how_many_files_were_rewritten_and
         "(each one whole); the others are untouched"
     ], err
     assert temps == []  # an interrupted write removes its temporary file
+
+
+# ---- Ctrl-C while a fix is worked out ------------------------------------------------
+
+BIG_FINDINGS = 3000  # each one costs the fix milliseconds: seconds of work in one file
+
+
+def _big_buggy_module() -> str:
+    """One class with BIG_FINDINGS methods, each with the pre-fix line."""
+    head, body = BUGGY.split("\n", 1)
+    return head + "\n" + "".join(
+        body.replace("_init_minimal_kv_cache_for_profiling", f"_profile_{i}") for i in range(BIG_FINDINGS)
+    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time the process has used (Linux /proc): the run's own progress, whatever the load."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _fix_in_background(root: Path) -> subprocess.Popen:
+    # SIGINT's default action restored in the child (see the test above).
+    return subprocess.Popen([sys.executable, "-m", "cgguard", "fix", str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_ctrl_c_while_a_fix_is_worked_out_writes_nothing(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text(_big_buggy_module())
+    before = big.stat()
+    proc = _fix_in_background(tmp_path)
+    # Start-up and discovery take a fraction of a second of CPU; the fixes of this file,
+    # seconds. Ctrl-C after one second of the run's CPU lands while they are worked out.
+    deadline = time.monotonic() + 120
+    while _cpu_seconds(proc.pid) < 1.0:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before Ctrl-C"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (2, "cgguard: interrupted: no file was rewritten\n"), out + err
+    after = big.stat()
+    assert big.read_text() == _big_buggy_module()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.py"]  # no temporary file
+
+
+def test_ctrl_c_after_one_file_leaves_the_one_being_worked_out_as_it_was(tmp_path):
+    (tmp_path / "a_small.py").write_text(BUGGY)  # fixed first (names come in sorted order)
+    big = tmp_path / "b_big.py"
+    big.write_text(_big_buggy_module())
+    before = big.stat()
+    proc = _fix_in_background(tmp_path)
+    deadline = time.monotonic() + 120
+    while (tmp_path / "a_small.py").read_text() != FIXED:
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before any fix"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGINT)  # the big file's fixes take seconds: they are being worked out
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out + err
+    assert err == ("cgguard: interrupted: 1 file already rewritten (each one whole); "
+                   "the others are untouched\n")
+    assert big.stat().st_ino == before.st_ino and big.read_text() == _big_buggy_module()

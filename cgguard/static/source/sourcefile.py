@@ -140,6 +140,13 @@ def _os_reason(path: str, exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def _not_writable(st: os.stat_result) -> str:
+    """Why this user may not write a file: read-only for everyone, or only for this user."""
+    if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "the file is read-only"
+    return "the file is not writable by this user"
+
+
 def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> None:
     """Replace ``path`` with ``data``: same-folder temp file, fsync, rename.
 
@@ -147,7 +154,18 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
     through a symbolic link, keeping the link. With ``expected``, the file must
     still hold exactly those bytes (it was not edited while being fixed), or
     nothing is written. Raises :class:`SourceError` with a one-line reason.
+
+    Ctrl-C never cuts it short: under :class:`.interrupts.Interrupts` (``cgguard fix``),
+    one pressed before it stops the run before anything is written, one pressed during it
+    when the file is whole.
     """
+    from cgguard.static.source.interrupts import writing
+
+    with writing(path):
+        _write_atomic(path, data, expected)
+
+
+def _write_atomic(path: str, data: bytes, expected: bytes | None) -> None:
     real = os.path.realpath(path)
     folder = os.path.dirname(real) or "."
     try:
@@ -155,8 +173,8 @@ def write_atomic(path: str, data: bytes, *, expected: bytes | None = None) -> No
     except OSError as exc:
         raise SourceError(f"could not write the fixed file: {_os_reason(path, exc)}") from None
     if not os.access(real, os.W_OK):
-        # A read-only file says "do not edit"; the rename below would not ask.
-        raise SourceError("could not write the fixed file: the file is read-only")
+        # A file this user may not write says "do not edit"; the rename below would not ask.
+        raise SourceError(f"could not write the fixed file: {_not_writable(st)}")
     if expected is not None:
         try:
             now = read_bytes(real)
