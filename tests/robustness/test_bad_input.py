@@ -30,7 +30,7 @@ from tests.robustness.conftest import (
 BAD_FILES = {
     "syntax_error.py": (
         b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    min_blocks = n\n    def (\n",
-        "syntax error at line 4",
+        "syntax error at line 4, column 9: invalid syntax",
     ),
     "invalid_utf8.py": (b'# capture_size\nx = "caf\xe9"\n', "not valid UTF-8: byte 0xe9 at line 2, column 9"),
     "binary.py": (b"\x7fELF\x02\x01\x01\x00\x00capture_size\x00\x00", "binary file (contains NUL bytes)"),
@@ -284,7 +284,20 @@ def test_file_names_that_are_not_utf8_are_reported_and_fixed(tmp_path):
     diff = cgguard("fix", "--diff", ".", cwd=tmp_path, env=env)
     assert_no_traceback(diff)
     assert diff.returncode == 2, diff.stdout + diff.stderr
-    assert "--- a/runner_\\xff.py\n+++ b/runner_\\xff.py\n" in diff.stdout
+    # Quoted as git quotes it (octal escapes in double quotes): `git apply` takes the patch.
+    assert '--- "a/runner_\\377.py"\n+++ "b/runner_\\377.py"\n' in diff.stdout
+    os.remove(os.path.join(root, b"blob_\xfe.py"))
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    patch = cgguard("fix", "--diff", "-o", "../fix.patch", ".", cwd=tmp_path, env=env)
+    assert patch.returncode == 1, patch.stderr
+    applied = subprocess.run(["git", "apply", "../fix.patch"], cwd=tmp_path, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    with open(os.path.join(root, b"runner_\xff.py"), "rb") as fh:
+        assert fh.read() == FIXED.encode()
+    with open(os.path.join(root, b"runner_\xff.py"), "wb") as fh:
+        fh.write(BUGGY.encode())
+    with open(os.path.join(root, b"blob_\xfe.py"), "wb") as fh:
+        fh.write(b"\x00\x01")
     fixed = cgguard("fix", ".", cwd=tmp_path, env=env)
     assert fixed.returncode == 2 and "Fixed 1 finding." in fixed.stdout
     with open(os.path.join(root, b"runner_\xff.py"), "rb") as fh:

@@ -147,7 +147,7 @@ def check_text(
     try:
         result.findings = _checker(path, finding_filter, context, names_source)(text)
     except SyntaxError as exc:
-        result.error = FileError(path, f"syntax error at line {exc.lineno}: {exc.msg}")
+        result.error = FileError(path, syntax_error(exc))
         result.checked = False
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error = FileError(path, _parse_failure(exc))
@@ -237,9 +237,7 @@ def fix_source_text(
             check_parses=_check_parses,
         )
     except SyntaxError as exc:
-        result.error = FileError(
-            path, f"fix not applied: syntax error at line {exc.lineno}: {exc.msg}"
-        )
+        result.error = FileError(path, f"fix not applied: {syntax_error(exc)}")
         return result
     except (ValueError, RecursionError, MemoryError) as exc:
         result.error = FileError(path, f"fix not applied: {_parse_failure(exc)}")
@@ -254,7 +252,8 @@ def fix_source_text(
         from cgguard.static.workflow.textdiff import diff_base as base_of
         from cgguard.static.workflow.textdiff import diff_label, unified_diff
 
-        label = _printable_path(diff_label(path, diff_base or base_of([path])))
+        # Quoted in the headers where git quotes it (textdiff.header_name).
+        label = diff_label(path, diff_base or base_of([path]))
         result.diff = "".join(
             unified_diff(
                 text.splitlines(keepends=True),
@@ -429,10 +428,10 @@ def fix_paths(
     return run
 
 
-def _printable_path(path: str) -> str:
-    # A file name that is not valid UTF-8 holds surrogate escapes, which a strict
-    # output stream refuses: show those bytes as \xNN instead.
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+def syntax_error(exc: SyntaxError) -> str:
+    """``syntax error at line L, column C: MESSAGE``, C where Python's parser gives it."""
+    column = f", column {exc.offset}" if exc.offset else ""
+    return f"syntax error at line {exc.lineno}{column}: {exc.msg}"
 
 
 def _parse_failure(exc: BaseException) -> str:

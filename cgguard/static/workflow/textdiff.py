@@ -49,14 +49,22 @@ def diff_label(path: str, base: str) -> str:
 _C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
+def _odd(c: str) -> bool:
+    """A control character, or a byte of a name that is not valid UTF-8 (a surrogate escape)."""
+    return c < " " or c == "\x7f" or "\udc80" <= c <= "\udcff"
+
+
 def header_name(name: str) -> str:
     """A name for a ``---``/``+++`` line: as it is, or in double quotes with C escapes, as
-    git writes (and ``git apply`` reads) a name holding a control character, which
-    would otherwise end the header line early."""
-    if not any(c < " " or c == "\x7f" for c in name) and not name.startswith('"'):
+    git writes (and ``git apply`` reads) a name holding a control character, which would
+    otherwise end the header line early, or bytes that are not valid UTF-8 (surrogate
+    escapes, from ``os.fsdecode``), each an octal escape (``"a/runner_\\377.py"``)."""
+    if not any(map(_odd, name)) and not name.startswith('"'):
         return name
     body = "".join(
-        _C_ESCAPES.get(c) or (f"\\{ord(c):03o}" if c < " " or c == "\x7f" else c) for c in name
+        _C_ESCAPES.get(c)
+        or (f"\\{ord(c) - 0xDC00 if c >= chr(0xDC80) else ord(c):03o}" if _odd(c) else c)
+        for c in name
     )
     return f'"{body}"'
 
