@@ -121,6 +121,15 @@ def _scheduler_assumptions(
     return out
 
 
+def _release_number(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--vllm-version: a release number (X.Y.Z), or a usage error before anything is read."""
+    from cgguard.ops.doctor import release_tuple
+
+    if value is not None and release_tuple(value) is None:
+        raise click.BadParameter(f"{value!r} is not a release number (X.Y.Z)")
+    return value
+
+
 @click.command()
 @click.argument("model_dir", metavar="MODEL_DIR")
 @click.option(
@@ -170,6 +179,7 @@ def _scheduler_assumptions(
 @click.option(
     "--vllm-version",
     metavar="X.Y.Z",
+    callback=_release_number,
     help="The affected release whose defaults apply [default: the installed one, else 0.25.0]",
 )
 @click.option(

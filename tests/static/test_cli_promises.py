@@ -393,6 +393,9 @@ def test_no_help_or_rule_page_mentions_an_issue():
     (["estimate", "--max-num-seqs", "0", "."],
      "cgguard: error: Invalid value for '--max-num-seqs': 0 is not in the range x>=1 "
      "(see `cgguard estimate --help`)"),
+    (["estimate", "--vllm-version", "banana", "."],
+     "cgguard: error: Invalid value for '--vllm-version': 'banana' is not a release number (X.Y.Z) "
+     "(see `cgguard estimate --help`)"),
     (["no-such-command"], "cgguard: error: No such command 'no-such-command' (see `cgguard --help`)"),
     (["fix", "--diff", "--unsafe-fixes=maybe"],
      "cgguard: error: Option '--unsafe-fixes' does not take a value (see `cgguard fix --help`)"),
