@@ -678,11 +678,13 @@ def _fix_in_place(paths, finding_filter, settings):
     """`cgguard fix PATHS`: each file in turn. Ctrl-C while a fix is worked out stops the run
     there, before that file is written; Ctrl-C during a write stops it once the file is whole
     (:mod:`cgguard.static.source.interrupts`). Either way the line says how many were rewritten."""
+    from cgguard.static.driver.context import RunContext
     from cgguard.static.driver.run import FileResult, RunResult, fix_paths, iter_python_files
     from cgguard.static.source.interrupts import Interrupts
     from cgguard.static.workflow.discovery import Skip
 
     run = RunResult(unsafe_fixes=settings.unsafe_fixes)
+    context = RunContext()  # what the run reads of each project, shared by its files
     interrupts = Interrupts()
     try:
         with interrupts:
@@ -695,7 +697,11 @@ def _fix_in_place(paths, finding_filter, settings):
                     run.files.append(FileResult(path, error=error))
                 else:  # a file discovery found, named alone: found again, and fixed
                     one = fix_paths(
-                        [path], finding_filter, unsafe=settings.unsafe_fixes, settings=settings
+                        [path],
+                        finding_filter,
+                        unsafe=settings.unsafe_fixes,
+                        settings=settings,
+                        context=context,
                     )
                     run.files.extend(one.files)
     except KeyboardInterrupt:

@@ -49,7 +49,7 @@ def test_names_are_split_where_asked() -> None:
     assert [import_names(r) for _, r in import_statements(continued, "", False)] == [["a", "b"]]
 
 
-def test_a_file_importing_only_from_elsewhere_leads_to_no_source(tmp_path: Path) -> None:
+def test_a_file_importing_only_from_elsewhere_takes_no_count(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
@@ -60,12 +60,14 @@ def test_a_file_importing_only_from_elsewhere_leads_to_no_source(tmp_path: Path)
     user = str(tmp_path / "pkg" / "user.py")
     root = str(tmp_path)
     context = RunContext()
-    assert not context.imports_a_source("import os\nfrom torch import nn\n", user, root)
-    assert not context.imports_a_source("from pkg.plain import f\n", user, root)
-    assert context.imports_a_source("from pkg.helpers import cap\n", user, root)
-    assert context.imports_a_source("from .helpers import cap\n", user, root)
-    assert context.imports_a_source("from pkg import helpers\n", user, root)
-    assert context.imports_a_source("import pkg.helpers\n", user, root)
+    assert not context.takes_a_count("import os\nfrom torch import nn\nn = nn(1)\n", user, root)
+    assert not context.takes_a_count("from pkg.plain import f\nn = f()\n", user, root)
+    assert context.takes_a_count("from pkg.helpers import cap\nn = cap(c)\n", user, root)
+    assert context.takes_a_count("from .helpers import cap\nn = cap(c)\n", user, root)
+    assert context.takes_a_count("from pkg import helpers\nn = helpers.cap(c)\n", user, root)
+    assert context.takes_a_count("import pkg.helpers as h\nn = h.cap(c)\n", user, root)
+    # Imported but never used: it brings nothing.
+    assert not context.takes_a_count("from pkg.helpers import cap\n", user, root)
 
 
 def _project(tmp_path: Path, tops: tuple[str, ...]) -> ModuleFiles:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,147 @@ def test_checking_the_helper_parses_nothing_when_its_finding_has_no_fix(tmp_path
     # (positions and the message come from Python's tree).
     assert "no request count in scope" in result.stdout
     assert parsed == []
+
+
+# ---- which files of a fork's checkout Python's parser reads -----------------------------
+#
+# A file of a project that names no source is parsed only where a flow from a source needs
+# it: a module a source-naming module's flow calls into, or one that uses what such a module
+# exports (a helper returning a count, a class whose members carry one, a base class). A
+# file that merely imports such a module and names a block count is not (issue 36: 586 of a
+# fork's 3,406 files were parsed for that alone). Counted in-process, on the parser the core
+# reads modules with, over the run the CLI makes (`check_paths`, one process).
+
+CONFIG = (
+    "from fork.util import round_up\n\n\n"
+    "def graph_blocks(compilation_config) -> int:\n"
+    "    return round_up(compilation_config.max_cudagraph_capture_size or 1)\n\n\n"
+    "class GraphSizes:\n"
+    "    def _init_graph_sizes(self, vllm_config) -> None:\n"
+    "        self.max_graph = vllm_config.compilation_config.max_cudagraph_capture_size\n\n\n"
+    "LIMIT = 8\n"
+)
+UTIL = "def round_up(n: int) -> int:\n    return (n + 15) // 16 * 16\n"
+# Uses the helper as a block count (its only use: the finding lands at its return).
+USES_HELPER = (
+    "from fork.config import graph_blocks\n\n\n"
+    "def profile(cache_config, compilation_config):\n"
+    "    cache_config.num_gpu_blocks_override = graph_blocks(compilation_config)\n"
+)
+# A subclass stores the member its base sets from the capture size as the block count.
+USES_BASE = (
+    "from fork.config import GraphSizes\n\n\n"
+    "class Runner(GraphSizes):\n"
+    "    def profile(self):\n"
+    "        self.cache_config.num_gpu_blocks_override = self.max_graph\n"
+)
+# Import the source-naming module and name block counts, but use nothing that carries one.
+BYSTANDERS = [
+    "from fork.config import GraphSizes, LIMIT\n\n\n"
+    f"def blocks_{i}(sizes: GraphSizes, num_blocks: int) -> int:\n"
+    "    return min(num_blocks, LIMIT)\n"
+    for i in range(12)
+] + [
+    "from fork import config\n\n\n"
+    f"class Pool{i}:\n"
+    "    def __init__(self, num_blocks: int):\n"
+    "        self.num_blocks = num_blocks + config.LIMIT\n"
+    for i in range(12)
+]
+
+
+def _fork_checkout(root: Path, *, findings: bool) -> Path:
+    """A fork's checkout: ``.git`` and ``pyproject.toml`` at its top, package ``fork``."""
+    (root / ".git").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    pkg = root / "fork"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "config.py").write_text(CONFIG)
+    (pkg / "util.py").write_text(UTIL)
+    for i, text in enumerate(BYSTANDERS):
+        (pkg / f"bystander_{i:02d}.py").write_text(text)
+    if findings:
+        (pkg / "uses_helper.py").write_text(USES_HELPER)
+        (pkg / "uses_base.py").write_text(USES_BASE)
+    return root
+
+
+def _parsed_by_check(monkeypatch, folder: Path) -> tuple[set[str], list]:
+    """The files Python's parser read for the core during a check of ``folder``, and the
+    findings."""
+    from cgguard.static.core import pyast
+    from cgguard.static.driver.run import check_paths
+
+    parsed: list[str] = []
+    real = pyast.parse
+
+    def recording(text, path="<string>", **kwargs):
+        parsed.append(os.path.abspath(path))
+        return real(text, path, **kwargs)
+
+    monkeypatch.setattr(pyast, "parse", recording)
+    monkeypatch.setenv("CGGUARD_JOBS", "1")
+    run = check_paths([str(folder)])
+    assert not run.errors, run.errors
+    assert len(parsed) == len(set(parsed)), "a module parsed twice in one run"
+    return set(parsed), run.findings
+
+
+def test_a_fork_checkout_parses_only_what_flows_from_its_sources_need(monkeypatch, tmp_path):
+    root = _fork_checkout(tmp_path, findings=True)
+    parsed, findings = _parsed_by_check(monkeypatch, root)
+    pkg = root / "fork"
+    # The module naming the source, the helper its flow calls, and the two modules that
+    # use what it exports: 4 files of 29. The bystanders import it and name block counts.
+    assert parsed == {str(pkg / n) for n in ("config.py", "util.py", "uses_helper.py", "uses_base.py")}
+    assert sorted((Path(f.path).name, f.line) for f in findings) == [
+        ("config.py", 5),  # the helper's return, which every caller takes as a block count
+        ("uses_base.py", 6),
+    ]
+
+
+def test_a_fork_checkout_with_nothing_to_report_parses_its_source_alone(monkeypatch, tmp_path):
+    root = _fork_checkout(tmp_path, findings=False)
+    parsed, findings = _parsed_by_check(monkeypatch, root)
+    assert findings == []
+    assert parsed == {str(root / "fork" / "config.py"), str(root / "fork" / "util.py")}
+
+
+def test_a_fork_checkout_of_the_release_parses_only_files_its_sources_reach(
+    monkeypatch, tmp_path, vllm_dir
+):
+    """The installed vLLM as a fork's checkout: every file parsed that names no source is
+    a module a parsed file imports (a helper, a base class a flow resolves) or imports a
+    module naming a source (it uses what that exports). Before, every file that imported
+    a module leading to a source and named a block count was parsed, most of them neither."""
+    from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
+    from cgguard.static.driver.prefilter import names_a_source
+
+    shutil.copytree(vllm_dir, tmp_path / "vllm", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
+    parsed, findings = _parsed_by_check(monkeypatch, tmp_path)
+    assert findings == []  # the release carries upstream's bound
+    files = ModuleFiles(str(tmp_path))
+
+    def imported(path: str) -> set[str]:
+        text = Path(path).read_text(encoding="utf-8")
+        package = files.dotted_of(path) or ""
+        found = set()
+        for module, rest in import_statements(text, package, path.endswith("__init__.py")):
+            for name in [module] if module is not None else import_names(rest):
+                for candidate in [name] + [f"{name}.{n}" for n in import_names(rest) if module]:
+                    file = files.module_file(candidate)
+                    if file is not None:
+                        found.add(file)
+        return found
+
+    sources = {p for p in parsed if names_a_source(Path(p).read_bytes())}
+    assert sources, "no file naming a source was parsed"
+    reached = set().union(*(imported(p) for p in parsed))
+    others = parsed - sources
+    unexplained = [p for p in others if p not in reached and not imported(p) & sources]
+    assert not unexplained, unexplained[:10]
+    # Far fewer than the files naming a block count that import a module of the project.
+    assert len(others) <= len(sources), (len(others), len(sources))

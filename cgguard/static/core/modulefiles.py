@@ -117,42 +117,83 @@ def import_statements(
 ) -> Iterator[tuple[str | None, str]]:
     """(module, what follows ``import``) for each import statement of the text: the module
     ``from`` names, resolved against ``package`` (None for ``import a, b``). What follows is
-    split into names only where a caller needs them (:func:`import_names`).
-
-    Found from each ``import`` word of the text (faster than a pattern tried at every line
-    start); a line is one when only ``from <module>`` or blanks stand before the word."""
+    split into names only where a caller needs them (:func:`import_names`)."""
     here = package.split(".") if package else []
     if not is_package:
         here = here[:-1]
+    for _, _, head, rest in import_spans(text):
+        if not head:
+            yield None, rest
+            continue
+        module = head[5:].strip()
+        dots = len(module) - len(module.lstrip("."))
+        if dots:
+            if dots - 1 <= len(here):
+                base = here[: len(here) - (dots - 1)]
+                tail = module[dots:]
+                module = ".".join(base + ([tail] if tail else []))
+            else:
+                module = ""
+        if module:
+            yield module, rest
+
+
+def import_spans(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """(start, end, head, rest) of each import statement of the text: where it starts (its
+    ``from`` or ``import``) and ends, ``from <module>`` or "" before ``import``, and what
+    follows ``import``.
+
+    Found from each ``import`` word of the text (faster than a pattern tried at every line
+    start); a line is one when only ``from <module>`` or blanks stand before the word, after
+    any ``:`` or ``;`` (``if TYPE_CHECKING: import x``, ``import a; import b``). A statement
+    ends at its line's end (a ``;`` there), at the line a backslash continues it to, or at
+    the ``)`` that closes its names (a comment inside may hold another)."""
     at = text.find("import")
     while at != -1:
         start = text.rfind("\n", 0, at) + 1
+        lead = text[start:at]
+        cut = max(lead.rfind(":"), lead.rfind(";"))
+        if cut != -1:
+            start += cut + 1
+            lead = lead[cut + 1 :]
+        head = lead.strip()
         end = text.find("\n", at)
         end = len(text) if end == -1 else end
-        head = text[start:at].strip()
         while text[at:end].rstrip().endswith("\\") and end < len(text):
             later = text.find("\n", end + 1)  # a continued line: the next one too
             end = len(text) if later == -1 else later
         rest = text[at + 6 : end]
         if rest[:1] in (" ", "\t", "(") and (not head or head.startswith("from ")):
-            if "(" in rest and ")" not in rest:
-                close = text.find(")", at)
+            code = _uncommented(rest)
+            opened = code.find("(")
+            if opened != -1 and ")" not in code:
+                close = _closing(text, at + 6 + opened + 1)
+                end = len(text) if close == -1 else close + 1
                 rest = text[at + 6 : close if close != -1 else end]
-            if not head:
-                yield None, rest
             else:
-                module = head[5:].strip()
-                dots = len(module) - len(module.lstrip("."))
-                if dots:
-                    if dots - 1 <= len(here):
-                        base = here[: len(here) - (dots - 1)]
-                        tail = module[dots:]
-                        module = ".".join(base + ([tail] if tail else []))
-                    else:
-                        module = ""
-                if module:
-                    yield module, rest
+                semicolon = rest.find(";")
+                if semicolon != -1:
+                    rest = rest[:semicolon]
+                    end = at + 6 + semicolon
+            yield start + len(lead) - len(lead.lstrip()), end, head, rest
         at = text.find("import", at + 6)
+
+
+def _uncommented(line: str) -> str:
+    hash_at = line.find("#")
+    return line if hash_at == -1 else line[:hash_at]
+
+
+def _closing(text: str, at: int) -> int:
+    """The index of the first ``)`` from ``at`` outside a comment, or -1."""
+    while True:
+        close = text.find(")", at)
+        hash_at = text.find("#", at, close if close != -1 else len(text))
+        if hash_at == -1:
+            return close
+        at = text.find("\n", hash_at)
+        if at == -1:
+            return -1
 
 
 def import_names(rest: str) -> list[str]:

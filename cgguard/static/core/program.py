@@ -37,8 +37,10 @@ from cgguard.static.core.flow import (
     ScopeFlow,
     Summary,
     Taint,
+    source_name,
 )
 from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
+from cgguard.static.core.outlines import Outlines
 from cgguard.static.core.patterns import Model, dotted, is_name_char, last_name
 from cgguard.static.core.pyast import physical_lines
 
@@ -128,6 +130,9 @@ class Program:
         self.holds_words: dict[tuple[str, tuple[str, ...]], bool] = {}
         self.facts: dict[int, FunctionFacts] = {}
         self.paths = paths if paths is not None else ModuleFiles(root)
+        # Imports and class headers of the project's modules, read from their text: how a
+        # base class is found without lowering the modules between (_base_class_words).
+        self.outlines = Outlines(self.paths, self.source_words)
         self.binds: dict[tuple[str, str, bool], bool] = {}  # see may_bind_function
         self.import_lists: dict[str, str] = {}  # see _imported_text
         # Texts read to be asked (None: unreadable), not lowered yet: a lowering takes its text
@@ -269,6 +274,26 @@ class Program:
                     info = None  # its own check reports it
             self.modules[key] = info
         return self.modules[key]
+
+    def outline_words(
+        self, path: str, text: str, imports: dict[str, tuple[str, str | None]] | None = None
+    ) -> set[str]:
+        """What :meth:`_imported_words` finds for the module at ``path`` (``text``, which
+        names no source) without parsing it: through ``imports`` (its imports the caller
+        cut from the text), or with None through its classes' bases (followed through
+        outlines, :mod:`.outlines`). Nothing of the module is kept."""
+        key = os.path.abspath(path)
+        info = ModuleInfo(key, self.dotted_of(key), ir.Module((), ir.Span(1, 0, 1, 0)))
+        info.imports = dict(imports or {})
+        info.local_imports_read = True  # ``imports`` holds every one the caller asks about
+        held = key in self.texts
+        if not held:
+            self.texts[key] = text  # what calls through a class are read from
+        try:
+            return self._base_class_words(info) if imports is None else self._import_words(info)
+        finally:
+            if not held:
+                del self.texts[key]
 
     def may_name_a_source(self, name: str) -> bool:
         """Does the project module ``name`` name a source? Read from its text alone,
@@ -1030,16 +1055,27 @@ class Program:
         self, hits: list[Hit], flows: list[tuple[ScopeFlow, FunctionInfo | None]]
     ) -> list[Hit]:
         """Mark the hits whose source's value some flow read so far tests for None (the
-        module's scopes, and the helpers and members followed to them)."""
+        module's scopes, and the helpers and members followed to them), and the hits of
+        this module whose source reads what one of its own scopes tests for None under any
+        name (``self.graph_tokens is None`` where ``graph_tokens`` holds the capture size
+        makes every capture-size read of the module suspect)."""
         if not hits:
             return hits
         tested: set[int] = set()
+        names: set[str] = set()
         for flow, _ in flows:
             tested |= flow.none_tested
+            names |= flow.none_tested_names
         for facts in self.facts.values():
             if facts.flow is not None:
                 tested |= facts.flow.none_tested
-        return [replace(h, none_tested=True) if id(h.source) in tested else h for h in hits]
+
+        def marked(hit: Hit) -> bool:
+            if id(hit.source) in tested:
+                return True
+            return hit.path is None and source_name(hit.source) in names
+
+        return [replace(h, none_tested=True) if marked(h) else h for h in hits]
 
     @staticmethod
     def _module_level(module: ModuleInfo, func: FunctionInfo) -> bool:
@@ -1106,8 +1142,12 @@ class Program:
     def _imported_words(self, module: ModuleInfo) -> set[str]:
         """Names in ``module`` that bring a count from the project's other modules: imported
         helpers returning one, members that base classes of other modules set or return."""
-        words: set[str] = set()
         self._read_local_imports(module)
+        return self._import_words(module) | self._base_class_words(module)
+
+    def _import_words(self, module: ModuleInfo) -> set[str]:
+        """Names the module's imports bind that bring a count (see :meth:`_imported_words`)."""
+        words: set[str] = set()
         for local, (name, attr) in module.imports.items():
             sub = self._submodule(name, attr)
             if sub is not None:
@@ -1136,17 +1176,29 @@ class Program:
             func = self.function_named(where[0], where[1])
             if func is not None and self._carries(func):
                 words.add(local)
-        for cls in module.classes.values():
-            for base in self.mro(cls):
-                if base is cls or base.module is module or not self._names_a_source(base.module):
+        return words
+
+    def _base_class_words(self, module: ModuleInfo) -> set[str]:
+        """Members that base classes of the module's classes, those of other modules naming
+        a source, set or return a count through. Only such a class can lend one: the bases
+        are followed through the modules' outlines (:mod:`.outlines`), so a module between
+        that names no source is never lowered for it."""
+        words: set[str] = set()
+        if self.root is None:
+            return words  # no other module of a project to derive from
+        outline = self.outlines.of_text(module.path, self.texts.get(module.path, ""))
+        for path, name in sorted(self.outlines.bases_of(outline)):
+            if path == module.path or not self.outlines.names_source(path):
+                continue
+            target = self.module_at(path)
+            base = None if target is None else target.classes.get(name)
+            for func in () if base is None else base.methods.values():
+                flow = self.function_flow(func)
+                if flow is None:
                     continue
-                for func in base.methods.values():
-                    flow = self.function_flow(func)
-                    if flow is None:
-                        continue
-                    words.update(st.attr for st in flow.stored if st.attr)
-                    if flow.returns:
-                        words.add(func.name)
+                words.update(st.attr for st in flow.stored if st.attr)
+                if flow.returns:
+                    words.add(func.name)
         return words
 
     def _class_method_carries(self, module: ModuleInfo, local: str) -> bool:

@@ -77,8 +77,8 @@ def core_hits(
     if names_source:
         if not context.may_reach_a_sink(text, path):
             return [], None  # a source, but no sink it could reach: nothing to parse
-    elif not context.imports_a_source(text, path, root):
-        return [], None  # no source here, and no module of the project it imports has one
+    elif not context.takes_a_count(text, path, root):
+        return [], None  # no source here, and nothing it uses brings a count from another
     program = context.program(root)
     module = program.add(path, text, tree() if callable(tree) else tree)
     key = module.path

@@ -1,6 +1,6 @@
 """What one run has read, kept for the run: the project roots found, where each project's
-modules are, a program per project root (the core's modules and summaries), and which of a
-project's modules name a source.
+modules are, a program per project root (the core's modules, summaries and outlines), and
+which of a project's imports may bring a count.
 
 The run (:mod:`.run`) makes one :class:`RunContext` and hands it to every file's check, so a
 module imported by many files is read, lowered and summarised once. Nothing is kept past it.
@@ -11,19 +11,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
-from cgguard.static.driver.prefilter import names_a_source
+from cgguard.static.core.modulefiles import ModuleFiles
 from cgguard.static.driver.projectroot import ProjectRoots
 from cgguard.static.rules.model import mentions_sink_word
 
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
-
-# The modules a text may import are read from its text (a prefilter: an import inside a
-# string only costs a parse, and the core decides).
-
-# How many imports away a source may be for a file without one to be read.
-MAX_IMPORT_DEPTH = 3
 
 
 class RunContext:
@@ -31,7 +24,8 @@ class RunContext:
         self.roots = ProjectRoots()
         self.paths: dict[str | None, ModuleFiles] = {}
         self.programs: dict[str | None, Program] = {}
-        self.sourced: dict[str, bool] = {}
+        # (project root, an import's (module, name)) -> whether it may bring a count
+        self.lends: dict[tuple[str | None, tuple[str, str | None]], bool] = {}
 
     def program(self, root: str | None) -> Program:
         found = self.programs.get(root)
@@ -41,6 +35,13 @@ class RunContext:
 
             found = self.programs[root] = Program(model(), root, paths=self.module_files(root))
         return found
+
+    def forget(self, path: str) -> None:
+        """Drop what the run read of the project holding ``path``, whose file changed (a
+        fix written): its program is built again, from the files as they are now."""
+        root = self.roots.of_file(path) if path else None
+        self.programs.pop(root, None)
+        self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
 
     def module_files(self, root: str | None) -> ModuleFiles:
         found = self.paths.get(root)
@@ -67,43 +68,47 @@ class RunContext:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
         return files.may_import(raw, path)
 
-    def imports_a_source(self, text: str, path: str, root: str | None, depth: int = 0) -> bool:
-        """Does ``text`` import a module of its project whose text names a source, or
-        imports one that does (a base class two modules up)?"""
-        if root is None or depth > MAX_IMPORT_DEPTH:
+    def takes_a_count(self, text: str, path: str, root: str | None) -> bool:
+        """Can a flow from a source reach code of ``text`` (a module of the project at
+        ``root`` that names no source)? Only through a name it imports from a module naming
+        a source (a helper returning a count, a class whose members carry one) or a member
+        of a base class that such a module defines: before the core walks a parsed module,
+        it collects those names (``Program._imported_words``), and a scope holding none of
+        them, nor a source, is not walked. They are asked here of the file's outline
+        instead (its import statements and class headers, read from its text:
+        :mod:`cgguard.static.core.outlines`). Where the text, its import statements left
+        out, holds none of them, the module cannot hold a finding, and it is not parsed.
+        The modules asked about are those a flow from a source reads anyway."""
+        if root is None:
             return False
-        paths = self.module_files(root)
-        tops = paths.tops()
-        package = paths.dotted_of(os.path.abspath(path)) or ""
-        for module, rest in import_statements(text, package, path.endswith("__init__.py")):
-            for name in [module] if module is not None else import_names(rest):
-                if name.split(".", 1)[0] not in tops:
-                    continue  # the standard library, a dependency: no module of the project
-                file = paths.module_file(name)
-                if file is not None and self._leads_to_a_source(file, root, depth):
-                    return True
-                # ``from package import module``: a package's, or a namespace package's
-                # (a folder without ``__init__.py``, which has no file of its own).
-                if module is not None and (file is None or file.endswith("__init__.py")):
-                    for sub_name in import_names(rest):
-                        if not sub_name.isidentifier():
-                            continue
-                        sub = paths.module_file(f"{module}.{sub_name}")
-                        if sub is not None and self._leads_to_a_source(sub, root, depth):
-                            return True
-        return False
+        from cgguard.static.core.outlines import holds_word
 
-    def _leads_to_a_source(self, file: str, root: str, depth: int) -> bool:
-        if file not in self.sourced:
-            self.sourced[file] = False  # while it is read: an import cycle leads nowhere
-            try:
-                with open(file, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                data = b""
-            found = names_a_source(data)
-            if not found and b"import" in data:
-                text = data.decode("utf-8", errors="replace")
-                found = self.imports_a_source(text, file, root, depth + 1)
-            self.sourced[file] = found
-        return self.sourced[file]
+        program = self.program(root)
+        key = os.path.abspath(path)
+        outline = program.outlines.of_text(key, text)
+        code = outline.code or ""
+        # Every name an import brings is spelled with the name it binds (``helper``,
+        # ``module.helper``, ``Klass(``): an import whose name the code never uses brings
+        # none. Each binding is asked on its own: a name two imports bind (one in a
+        # function, one in ``try`` and its ``except``) is asked about both.
+        for local, specs in outline.imports.items():
+            for spec in dict.fromkeys(specs):
+                if self._may_lend(program, spec) and holds_word(code, local):
+                    words = program.outline_words(key, text, {local: spec})
+                    if any(holds_word(code, w) for w in words):
+                        return True
+        return any(holds_word(code, w) for w in program.outline_words(key, text))
+
+    def _may_lend(self, program: Program, spec: tuple[str, str | None]) -> bool:
+        """Can an import of ``spec`` bring a count: does its module, or the module it
+        imports from a package, name a source (the core's own question, on their text)?"""
+        found = self.lends.get((program.root, spec))
+        if found is None:
+            module, attr = spec
+            found = program.may_name_a_source(module)
+            if not found and attr is not None:
+                file = program.module_file(module)
+                if file is None or file.endswith("__init__.py"):  # a package's module
+                    found = program.may_name_a_source(f"{module}.{attr}")
+            self.lends[program.root, spec] = found
+        return found

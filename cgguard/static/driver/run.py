@@ -221,10 +221,13 @@ def fix_source_text(
     *,
     unsafe: bool = False,
     diff_base: str | None = None,
+    context: RunContext | None = None,
 ) -> FileResult:
     """Fix one text in memory; ``new_text`` holds the result (the original on any error).
-    The diff names the file relative to ``diff_base`` (see textdiff.diff_base)."""
-    result = check_text(text, path, finding_filter)
+    The diff names the file relative to ``diff_base`` (see textdiff.diff_base).
+    ``context``: what the run has read (:class:`.context.RunContext`) for the first check;
+    the fixed text is checked on its own (the run's reading is of the files on disk)."""
+    result = check_text(text, path, finding_filter, context)
     if result.error is not None:
         return result
     result.found = list(result.findings)
@@ -272,15 +275,24 @@ def fix_file(
     write: bool = True,
     unsafe: bool = False,
     diff_base: str | None = None,
+    context: RunContext | None = None,
 ) -> FileResult:
     """Fix one file. It is written only when its bytes change, atomically, and only
-    when the untouched parts are sure to come back byte for byte."""
+    when the untouched parts are sure to come back byte for byte. ``context``: what the
+    run has read, as for a check (:func:`check_paths`); the byte screen settles the file
+    first, as it does for a check."""
+    if context is not None:
+        screened = screen_file(path, context)
+        if isinstance(screened, FileResult):
+            return screened  # nothing for a rule, or unreadable: as a check finds it
     try:
         data = sourcefile.read_bytes(path)
         source = sourcefile.decode(data)
     except sourcefile.SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    result = fix_source_text(source.text, path, finding_filter, unsafe=unsafe, diff_base=diff_base)
+    result = fix_source_text(
+        source.text, path, finding_filter, unsafe=unsafe, diff_base=diff_base, context=context
+    )
     if not result.changed or result.new_text is None:
         return result
     try:
@@ -406,25 +418,38 @@ def fix_paths(
     write: bool = True,
     unsafe: bool = False,
     settings=None,
+    context: RunContext | None = None,
 ) -> RunResult:
+    """``context``: what the run has read, for a caller that fixes its files one call at a
+    time (None: one for this call's files)."""
     from cgguard.static.workflow.textdiff import diff_base
 
     files = list(iter_python_files(paths, settings))
     run = RunResult(dry_run=not write, unsafe_fixes=unsafe)
     if not write:  # one folder names every file of the printed diff
         run.diff_base = diff_base(p for p, error in files if not error)
+    # One run's reading of each project, shared by its files as a check shares it.
+    context = context if context is not None else RunContext()
     for path, error in files:
         if error:
             run.files.append(_not_checked(path, error))
-        else:
-            run.files.append(
-                _guarded_result(
-                    path,
-                    lambda p: fix_file(
-                        p, finding_filter, write=write, unsafe=unsafe, diff_base=run.diff_base
-                    ),
-                )
-            )
+            continue
+        result = _guarded_result(
+            path,
+            lambda p: fix_file(
+                p,
+                finding_filter,
+                write=write,
+                unsafe=unsafe,
+                diff_base=run.diff_base,
+                context=context,
+            ),
+        )
+        run.files.append(result)
+        if result.changed and write:
+            # The file on disk changed: what the run read from it (and what other
+            # modules' summaries took from it) is read again, from the fixed file.
+            context.forget(path)
     return run
 
 
