@@ -27,6 +27,7 @@ from cgguard.ops.model_config import ConfigError
 from cgguard.ops.runner_source import ENV
 from cgguard.ops.runner_verdict import settings_from_env
 from cgguard.shared.modes import MODE_ENV
+from cgguard.static.workflow.names import one_line, printable, printable_strings
 
 
 def _guard_line(d: Diagnosis) -> str:
@@ -150,7 +151,7 @@ def _render_text(d: Diagnosis) -> str:
     if notes and not d.affected:
         lines.append(f"{notes} review note{'s' if notes != 1 else ''} (CGG002):")
     for f in sorted(d.findings, key=lambda f: f.sort_key()):
-        lines.append(f"  {f.path}:{f.line}:{f.col}: {f.code} {f.message}")
+        lines.append(f"  {one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}")
     in_range = d.in_affected_releases
     if in_range is not None:
         where = "inside" if in_range else "outside"
@@ -265,7 +266,7 @@ def doctor(
             assert path is not None  # refused above without --path
             fixed, errors = fix_tree(path, unsafe=unsafe_fixes)
             for error in errors:
-                click.echo(f"{error.path}: error: {error.reason}", err=True)
+                click.echo(one_line(f"{error.path}: error: {error.reason}"), err=True)
             click.echo(
                 f"Fixed {fixed} per-token count{'s' if fixed != 1 else ''}; diagnosing again.",
                 err=True,
@@ -293,10 +294,12 @@ def doctor(
             click.echo(json.dumps(document, indent=2))
         click.echo(f"cgguard doctor: error: {exc}", err=True)
         sys.exit(2)
+    # File names as check and fix print them: bytes that are not UTF-8 as \xNN, and a
+    # control character (a newline in a name) escaped, so each stays on its line.
     for error in d.errors:
-        click.echo(f"{error.path}: error: {error.reason}", err=True)
+        click.echo(one_line(f"{error.path}: error: {error.reason}"), err=True)
     if fmt == "json":
-        click.echo(json.dumps(d.to_json(), indent=2))
+        click.echo(json.dumps(printable_strings(d.to_json()), indent=2))
     else:
-        click.echo(_render_text(d), nl=False)
+        click.echo(printable(_render_text(d)), nl=False)
     sys.exit(d.exit_code())

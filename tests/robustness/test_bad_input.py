@@ -415,3 +415,25 @@ def test_unreadable_folder_is_reported_not_skipped(tmp_path):
     assert (root / "open" / "b.py").read_text() == FIXED
     assert result.returncode == 2, result.stdout + result.stderr
     _assert_errors(result.stderr, root, {"locked": "permission denied"})
+
+
+def test_doctor_prints_odd_file_names_as_check_does(tmp_path):
+    root = os.fsencode(tmp_path)
+    with open(os.path.join(root, b"runner_\xff.py"), "wb") as fh:
+        fh.write(BUGGY.encode())
+    (tmp_path / "two\nlines.py").write_text(BUGGY)
+    with open(os.path.join(root, b"blob_\xfe.py"), "wb") as fh:
+        fh.write(b"\x00")
+    env = {"PYTHONIOENCODING": "utf-8:strict", "LC_ALL": "C.UTF-8"}
+    check = cgguard("check", ".", cwd=tmp_path, env=env)
+    doctor = cgguard("doctor", "--path", ".", cwd=tmp_path, env=env)
+    assert_no_traceback(doctor)
+    assert doctor.stderr == check.stderr == "blob_\\xfe.py: error: binary file (contains NUL bytes)\n"
+    listed = [line[2:] for line in doctor.stdout.splitlines() if line.startswith("  ")]
+    assert listed == check.stdout.splitlines()[:-1]
+    assert [line.split(":")[0] for line in listed] == ["runner_\\xff.py", "two\\nlines.py"]
+    as_json = cgguard("doctor", "--path", ".", "--format", "json", cwd=tmp_path, env=env)
+    import json
+
+    paths = [f["path"] for f in json.loads(as_json.stdout)["findings"]]
+    assert paths == ["runner_\\xff.py", "two\nlines.py"]  # JSON escapes the newline itself
