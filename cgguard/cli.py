@@ -418,6 +418,7 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
     from cgguard.static.workflow.config import ConfigError, resolve, with_overrides
     from cgguard.static.workflow.selection import command_line_codes, with_command_line_selection
 
+    _check_jobs()
     if "-" in paths and len(paths) > 1:
         _usage_error("`-` (standard input) cannot be combined with other paths")
     if stdin_filename is not None and paths != ("-",):
@@ -454,6 +455,24 @@ def _settings(paths, config_file, isolated, stdin_filename, output_file, selecti
         if reason is not None:
             _usage_error(one_line(reason))
     return settings
+
+
+def _check_jobs() -> None:
+    """``CGGUARD_JOBS``: 1 (one process), 2 (a second process always shares the files), or
+    unset (cgguard decides); any other value is one line and exit 2, before anything is read."""
+    import os
+
+    value = os.environ.get("CGGUARD_JOBS")
+    if value in (None, "", "1", "2"):
+        return
+    click.echo(
+        one_line(
+            f"cgguard: error: CGGUARD_JOBS={value!r}: use 1 (one process) or 2 (a second "
+            "process shares the files), or leave it unset (cgguard decides)"
+        ),
+        err=True,
+    )
+    sys.exit(2)
 
 
 def _stdin(stdin_filename, settings):

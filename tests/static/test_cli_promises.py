@@ -478,3 +478,23 @@ def test_fix_diff_with_an_output_file_writes_the_diff_there(tmp_path):
                          cwd=repo)
     assert result.returncode == 0 and result.stdout == ""  # nothing left to fix
     assert (tmp_path / "r.json").read_text() == "[]\n"
+
+
+# ---- CGGUARD_JOBS -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "3", " 1"])
+def test_a_bad_cgguard_jobs_is_one_line_before_anything_is_read(tmp_path, value):
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    for command in (["check"], ["fix"], ["fix", "--diff"]):
+        result = run_cgguard(*command, "--isolated", ".", cwd=tmp_path, env={"CGGUARD_JOBS": value})
+        assert (result.returncode, result.stdout) == (2, ""), command
+        assert result.stderr == (
+            f"cgguard: error: CGGUARD_JOBS={value!r}: use 1 (one process) or 2 (a second process "
+            "shares the files), or leave it unset (cgguard decides)\n"
+        )
+    assert (tmp_path / "both.py").read_text() == BOTH_RULES
+    (tmp_path / "both.py").write_text("def f(x):\n    return x\n")
+    for good in ("1", "2", ""):
+        ok = run_cgguard("check", "--isolated", ".", cwd=tmp_path, env={"CGGUARD_JOBS": good})
+        assert (ok.returncode, ok.stdout, ok.stderr) == (0, "No findings in 1 file checked.\n", ""), good
