@@ -20,8 +20,10 @@ What it does (standard library only):
    top-level folder that hold no capture size), and ``project/`` (the buggy tree
    as a fork's project, ``pyproject.toml`` at its root, whose runner takes the
    per-token count from a helper in another module: a one-file run of the runner
-   needs the project index), and ``large-silent/`` (one generated module of about
-   270 KB, :mod:`largesilent`, whose capture size only counts tokens).
+   needs the project index), ``fork/`` and ``fork-fixed/`` (the buggy tree and the
+   original one as a fork's checkout: ``vllm/`` under a folder with ``.git``, made by
+   ``git init``, and ``pyproject.toml``), and ``large-silent/`` (one generated module of
+   about 270 KB, :mod:`largesilent`, whose capture size only counts tokens).
 2. Installs semgrep and Fixit into ``<work>/venv-tools`` when they are asked for and
    missing (skipped when present).
 3. Runs every row once untimed (page cache, byte-code), then ``--repeat`` rounds of
@@ -87,7 +89,7 @@ NOPARSE_FILES = 20
 # these is settled on its bytes, never parsed.
 CAPTURE_NEEDLES = (b"capture_size", b"batch_sizes")
 # Bump when the layout of the work folder changes: older work folders are rebuilt.
-CORPUS_LAYOUT = "3 (project/)"
+CORPUS_LAYOUT = "4 (fork/, fork-fixed/)"
 # The project corpus: the runner's profiling count comes from this helper,
 # planted at the end of the module beside the runner (vLLM's ``v1/worker/utils.py``);
 # its second function uses it as a per-token size, so not every use is a block count
@@ -118,6 +120,13 @@ TARGET_NOPARSE_S = 0.150
 TARGET_PROJECT_RUNNER_S = TARGET_RUNNER_CHECK_S
 TARGET_PROJECT_PLAIN_S = TARGET_NOPARSE_S
 TARGET_PEAK_RSS_MB = 200.0
+# A fork's checkout (``.git`` and ``pyproject.toml`` at its top: every module a module of
+# the project) costs about what the same files cost as a package: check and fix of the
+# buggy tree, and check of the fixed one, at most this many times the package's, in the
+# same rounds; and the peak memory of its check and its fix at most these.
+TARGET_FORK_RATIO = 1.3
+TARGET_FORK_CHECK_MB = 200.0
+TARGET_FORK_FIX_MB = 250.0
 # One large module that names the capture size and block counts but reports
 # nothing is read by the core on Python's own tree: per byte it costs no more wall time
 # than the files with nothing to parse, and libcst is never imported.
@@ -171,6 +180,8 @@ class Corpora:
     project: Path  # the buggy tree as a fork's project (pyproject.toml at its root)
     project_runner: Path  # its runner, which imports the per-token helper from another module
     project_plain: Path  # a file of that project with nothing to parse
+    fork: Path  # the buggy tree as a fork's checkout: <fork>/<package>/, .git and pyproject.toml
+    fork_fixed: Path  # the original (fixed) tree as a fork's checkout
     large_silent: Path  # one large generated module with nothing to report (largesilent.py)
     files: int
     lines: int
@@ -203,12 +214,13 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
     runner_dir, noparse, plugin = work / "runner", work / "noparse", work / "plugin"
     project = work / "project"
     project_runner = project / source.name / runner_rel
+    fork, fork_fixed = work / "fork", work / "fork-fixed"
     fingerprint = _fingerprint(source, files)
     fresh = stamp.is_file() and stamp.read_text() == fingerprint
     if not fresh:
         _log(f"building corpora from {source} ({len(files)} files) in {work}")
         stamp.unlink(missing_ok=True)
-        for d in (tree, buggy, runner_dir, noparse, plugin, project):
+        for d in (tree, buggy, runner_dir, noparse, plugin, project, fork, fork_fixed):
             shutil.rmtree(d, ignore_errors=True)
         for f in files:
             dest = tree / f.relative_to(source)
@@ -222,6 +234,8 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         _build_noparse(tree, noparse)
         (work / "plugin.from").write_text(_build_plugin(tree, plugin))
         (work / "project.plain").write_text(_build_project(buggy, project, source.name, runner_rel))
+        _build_fork(buggy, fork, source.name)
+        _build_fork(tree, fork_fixed, source.name)
         stamp.write_text(fingerprint)
     lines = sum(_count_lines(f) for f in _source_files(buggy))
     runner = runner_dir / Path(runner_rel).name
@@ -237,6 +251,8 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         project=project,
         project_runner=project_runner,
         project_plain=project / _read(work / "project.plain"),
+        fork=fork,
+        fork_fixed=fork_fixed,
         large_silent=large_silent,
         files=len(files),
         lines=lines,
@@ -292,6 +308,33 @@ def _build_project(buggy: Path, dest: Path, package: str, runner_rel: str) -> st
     plain = pkg / "plain.py"  # a corpus too small to give one
     plain.write_text('"""Nothing to look at."""\n\nVALUE = 1\n')
     return plain.relative_to(dest).as_posix()
+
+
+def _build_fork(tree: Path, dest: Path, package: str) -> None:
+    """A fork's checkout as users have it: the tree as package ``package`` under a folder
+    that ``git init`` made a repository, with a ``pyproject.toml`` beside it."""
+    shutil.copytree(tree, dest / package)
+    (dest / "pyproject.toml").write_text(f'[project]\nname = "{package}"\nversion = "0"\n')
+    git_init(dest)
+
+
+def git_init(folder: Path) -> None:
+    try:
+        proc = subprocess.run(["git", "init", "-q", str(folder)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BenchError(f"`git init {folder}` failed: {exc}") from None
+    if proc.returncode != 0:
+        raise BenchError(f"`git init {folder}` failed: {proc.stderr.strip()}")
+
+
+def fresh_tree(tree: Path, dest: Path) -> Callable[[], None]:
+    """A ``prepare`` that puts a fresh copy of ``tree`` at ``dest`` (a fix rewrites it)."""
+
+    def prepare() -> None:
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(tree, dest)
+
+    return prepare
 
 
 # Words that make a file an importer the project index may serve (a block count, a
@@ -460,6 +503,7 @@ def baseline_rows(c: Corpora, folder: Path, work: Path) -> list[Row]:
             "noparse", [*cmd, "check", str(c.noparse)], count_cgguard, files_cgguard, cwd=folder, env=env),
         Row("cb_large_silent", f"cgguard {rev} (baseline) check, {_large_silent_label(c)}", "large",
             [*cmd, "check", str(c.large_silent)], count_cgguard, files_cgguard, cwd=folder, env=env),
+        *fork_rows(c, cmd, work, rev, cwd=folder, env=env),
     ]
 
 
@@ -536,6 +580,7 @@ class Row:
     target: str = ""
     samples: list[Sample] = dataclasses.field(default_factory=list)
     note: str = ""
+    versus: str = ""  # the key of the row its ratio is against (default: cgguard's row of its group)
 
     @property
     def tool(self) -> str:
@@ -754,6 +799,8 @@ def build_rows(
         rows.append(Row("cg_large_silent", f"cgguard check, {_large_silent_label(c)}", "large",
                         [*cg, "check", str(c.large_silent)], count_cgguard, files_cgguard,
                         target="≤ nothing to parse, per byte; 0 findings; no libcst"))
+    if "cgguard" in tools:
+        rows += fork_rows(c, cg, work)
     if baseline is not None:
         rows += baseline_rows(c, baseline, work)
     # The floor under every cgguard row: the interpreter's start-up, and the import of
@@ -769,6 +816,48 @@ def build_rows(
                         "module (start-up and Python's parser)", "large",
                         [sys.executable, "-c", PARSE_ONLY, str(c.large_silent)], no_count, no_count, ok_rcs=(0,)))
     rows += [r for r in default_vs_one_job if r.group != "tree"]
+    return rows
+
+
+FORK = "as a fork's checkout (.git and pyproject.toml at its top)"
+
+
+def fork_rows(
+    c: Corpora, cg: list[str], work: Path, rev: str = "", cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> list[Row]:
+    """The buggy tree as a fork's checkout, checked and fixed, beside the same tree as a
+    package; the fixed tree as a fork's checkout beside it as a package. ``rev``: the rows
+    of a baseline checkout (``cg`` run from its folder ``cwd``), which take their ratios
+    against this one's package rows."""
+    package = c.source.name
+    name = f"cgguard {rev} (baseline)" if rev else "cgguard"
+    key = "cb" if rev else "cg"
+    suffix = "-baseline" if rev else ""
+    fix_package, fix_fork = work / f"fix-tree{suffix}", work / f"fix-fork{suffix}"
+    fix_fork.mkdir(exist_ok=True)
+    (fix_fork / "pyproject.toml").write_text(_read(c.fork / "pyproject.toml"))
+    if not (fix_fork / ".git").is_dir():
+        git_init(fix_fork)
+    ratio = f"≤ {TARGET_FORK_RATIO:g}× the package" if not rev else ""
+    rows: list[Row] = []
+    env = env if env is not None else _jobs_env(None)
+    if not rev:
+        rows.append(Row("cg_tree_fix", "cgguard fix, whole tree as a package (fresh copy)", "fork",
+                        [*cg, "fix", str(fix_package / package)], count_fixed, files_cgguard, env=env,
+                        prepare=fresh_tree(c.buggy, fix_package / package), versus="cg_tree_fix"))
+        rows.append(Row("cg_fixed", "cgguard check, the fixed tree (no bug planted) as a package", "fork",
+                        [*cg, "check", str(c.tree)], count_cgguard, files_cgguard, env=env, versus="cg_fixed"))
+    rows += [
+        Row(f"{key}_fork", f"{name} check, whole tree {FORK}", "fork", [*cg, "check", str(c.fork)],
+            count_cgguard, files_cgguard, cwd=cwd, env=env, versus="cg_tree", target=ratio),
+        Row(f"{key}_fork_fix", f"{name} fix, whole tree {FORK} (fresh copy)", "fork",
+            [*cg, "fix", str(fix_fork)], count_fixed, files_cgguard, cwd=cwd, env=env, versus="cg_tree_fix",
+            prepare=fresh_tree(c.fork / package, fix_fork / package), target=ratio),
+        Row(f"{key}_fork_fixed", f"{name} check, the fixed tree {FORK}", "fork",
+            [*cg, "check", str(c.fork_fixed)], count_cgguard, files_cgguard, cwd=cwd, env=env,
+            versus="cg_fixed", target=ratio),
+    ]
     return rows
 
 
@@ -1066,6 +1155,12 @@ def report(
         checks["cg_project"] = by_key["cg_project"].median <= TARGET_PROJECT_RUNNER_S and found == {1}
         found = {count_cgguard(s) for s in by_key["cg_project_plain"].samples}
         checks["cg_project_plain"] = by_key["cg_project_plain"].median <= TARGET_PROJECT_PLAIN_S and found == {0}
+    fork_found = {"cg_fork": {1}, "cg_fork_fix": {1}, "cg_fork_fixed": {0}}
+    for key, expected in fork_found.items():
+        row = by_key.get(key)
+        if row and by_key.get(row.versus) and row.median is not None:
+            found = {row.count(s) for s in row.samples}
+            checks[key] = row.median / by_key[row.versus].median <= TARGET_FORK_RATIO and found == expected
     large, noparse = by_key.get("cg_large_silent"), by_key.get("cg_noparse")
     if large and noparse:
         found = {count_cgguard(s) for s in large.samples}
@@ -1077,7 +1172,7 @@ def report(
            "| row | median | ratio vs cgguard | CPU (user+sys) | findings | files | target | pass |",
            "|---|---:|---:|---:|---:|---:|---|---|"]
     for row in rows:
-        base = ref.get(row.group)
+        base = by_key.get(row.versus) if row.versus else ref.get(row.group)
         ratio = "1.0×" if row is base else (_fmt_ratio(row.median / base.median) if base and base.median else "–")
         found = _distinct(row.count(s) for s in row.samples)
         files = _distinct(row.files(s) for s in row.samples)
@@ -1093,6 +1188,13 @@ def report(
         checks["rss"] = peak_mb <= TARGET_PEAK_RSS_MB
         out.append(f"| peak RSS of cgguard check, whole tree | {peak_mb:.0f} MB | | | | | ≤ {TARGET_PEAK_RSS_MB:.0f} MB "
                    f"| {'pass' if checks['rss'] else '**FAIL**'} |")
+        for key, what, limit in (("cg_fork", "check", TARGET_FORK_CHECK_MB),
+                                 ("cg_fork_fix", "fix", TARGET_FORK_FIX_MB)):
+            if key in by_key:
+                peak_mb = max(s.rss_kb for s in by_key[key].samples) / 1024
+                checks[f"rss_{key}"] = peak_mb <= limit
+                out.append(f"| peak RSS of cgguard {what}, whole tree {FORK} | {peak_mb:.0f} MB | | | | | "
+                           f"≤ {limit:.0f} MB | {'pass' if checks[f'rss_{key}'] else '**FAIL**'} |")
         found = {count_cgguard(s) for s in cg_tree.samples}
         checks["findings"] = found == {1}
         out.append(f"| cgguard findings on the buggy tree | {', '.join(map(str, sorted(found)))} | | | | | exactly 1 "
@@ -1122,6 +1224,13 @@ def report(
                    f"one file, as pre-commit runs it. The file with nothing to parse: "
                    f"`{c.project_plain.relative_to(c.project)}`. Target and pass include the finding count "
                    "(1 and 0).")
+    if by_key.get("cg_fork"):
+        out.append(f"Fork rows: `{c.fork.name}/` and `{c.fork_fixed.name}/` hold the buggy and the original tree "
+                   f"as package `{c.source.name}/` of a fork's checkout (`git init` and a `pyproject.toml` at the "
+                   "top, so every module is a module of the project); each row's ratio is against the same files "
+                   "as a package in the same rounds (the whole-tree row, the package fix row, the fixed tree as a "
+                   f"package). Targets: at most {TARGET_FORK_RATIO:g}× that, and the finding counts (1 finding, "
+                   "1 fix, 0 findings).")
     if large and noparse:
         ms_per_mb = large.median * 1e9 / c.large_silent_bytes
         floor_ms_per_mb = noparse.median * 1e9 / c.noparse_bytes

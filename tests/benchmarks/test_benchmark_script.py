@@ -73,6 +73,7 @@ def small_corpus(tmp_path: Path) -> Path:
 
 
 DEFAULT = "(default: CGGUARD_JOBS unset)"
+FORK = "as a fork's checkout (.git and pyproject.toml at its top)"
 ONE_JOB = "(CGGUARD_JOBS=1)"
 BUSY = ", one core busy"
 PLUGIN = "cgguard check, plugin-like tree (1 file, nothing to parse)"
@@ -172,14 +173,30 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
         assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[1]), row
         assert re.fullmatch(r"\d+\.\d+×", row[2]), row
         assert re.fullmatch(r"\d+ ms|\d+\.\d\d s", row[3]), row
+    # The buggy tree as a fork's checkout (.git and pyproject.toml at its top), checked and
+    # fixed, beside the same files as a package; the fixed tree likewise: the same findings,
+    # each fork row's ratio against its package row, and the memory of its check and fix.
+    assert _table_row(out, "cgguard fix, whole tree as a package (fresh copy)")[4:6] == ["1", "4"]
+    assert _table_row(out, "cgguard check, the fixed tree (no bug planted) as a package")[4:6] == ["0", "4"]
+    for label, found in (("check, whole tree", "1"), ("fix, whole tree", "1"), ("check, the fixed tree", "0")):
+        row = _table_row(out, f"cgguard {label} {FORK}")
+        assert row[4:7] == [found, "4", "≤ 1.3× the package"] and row[7] in ("pass", "**FAIL**"), row
+        assert re.fullmatch(r"\d+\.\d+×", row[2]), row
+    for what, limit in (("check", "200"), ("fix", "250")):
+        row = _table_row(out, f"peak RSS of cgguard {what}, whole tree {FORK}")
+        assert re.fullmatch(r"\d+ MB", row[1]) and row[6:] == [f"≤ {limit} MB", "pass"], row
+    assert "Fork rows: `fork/` and `fork-fixed/` hold the buggy and the original tree" in out
+    assert (work / "fork" / ".git").is_dir() and (work / "fork" / "pyproject.toml").is_file()
     # Tools not asked for do not appear.
     timing = out.split("## Results")[1].split("## Findings on the rules")[0]
     rows = [line for line in timing.splitlines() if line.startswith("| ")]
     # header; the tree by default and in one process, grep; the runner file (check, fix,
     # grep); the project's runner and its file with nothing to parse; nothing to parse,
     # python -c pass and import libcst; the large silent module and parsing it alone; the
-    # plugin-like tree twice; both trees twice more with one core busy; peak RSS and findings.
-    assert len(rows) == 1 + 3 + 3 + 2 + 3 + 2 + 2 + 4 + 2
+    # plugin-like tree twice; both trees twice more with one core busy; the fork's checkout
+    # (the package's fix and fixed tree, the fork's check, fix and fixed tree); peak RSS of
+    # the tree, of the fork's check and of its fix, and findings.
+    assert len(rows) == 1 + 3 + 3 + 2 + 3 + 2 + 2 + 4 + 5 + 4
     assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
 
 
@@ -289,6 +306,10 @@ def test_a_baseline_checkout_is_timed_beside_this_one(small_corpus: Path, tmp_pa
     files = re.search(r"\| cgguard check, (\d+) files with nothing to parse", proc.stdout).group(1)
     assert _table_row(proc.stdout, f"{base} check, {files} files with nothing to parse")[4:6] == ["0", files]
     assert _table_row(proc.stdout, f"{base} check, one 270 KB module whose capture size")[4:6] == ["0", "1"]
+    # The fork's checkout too, its ratios against this checkout's package rows.
+    for label, found in (("check, whole tree", "1"), ("fix, whole tree", "1"), ("check, the fixed tree", "0")):
+        row = _table_row(proc.stdout, f"{base} {label} {FORK}")
+        assert row[4:6] == [found, "4"] and re.fullmatch(r"\d+\.\d+×", row[2]), row
 
 
 def test_a_baseline_that_is_no_checkout_is_one_clear_error(small_corpus: Path, tmp_path: Path) -> None:
