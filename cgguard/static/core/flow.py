@@ -370,6 +370,7 @@ class ScopeFlow:
         # Ids of the sources whose value the scope tests for None, under any name
         # (``cap = cc.max_cudagraph_capture_size`` then ``if cap is None``).
         self.none_tested: set[int] = set()
+        self.none_tested_names: set[str] = set()  # and the names those sources read
         for p in params:
             if p.name in model.request_counts:
                 self.env[p.name] = _REQUEST
@@ -1430,6 +1431,9 @@ class ScopeFlow:
                 taint = self.taint_of(side)
                 if taint is not None:
                     self.none_tested.add(id(taint.source))
+                    name = source_name(taint.source)
+                    if name is not None:
+                        self.none_tested_names.add(name)
 
     def call(self, node: ir.Call) -> None:
         m = self.model
@@ -1497,6 +1501,22 @@ class ScopeFlow:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def source_name(source: ir.Expr) -> str | None:
+    """The attribute or list a source reads (``cc.max_cudagraph_capture_size``,
+    ``getattr(cc, "max_capture_size")``, ``sizes[-1]``, ``max(sizes)``), or None."""
+    if isinstance(source, ir.Attribute):
+        return source.attr
+    if isinstance(source, ir.Subscript):
+        return last_name(source.value)
+    if isinstance(source, ir.Call):
+        name = getattr_name(source)
+        if name is not None:
+            return name
+        args = _positional(source)
+        return last_name(args[0].value) if len(args) == 1 and not args[0].star else None
+    return None
 
 
 def _getattr_read(node: ir.Call) -> ir.Attribute | None:
