@@ -794,8 +794,15 @@ def _fix_stdin(stdin_filename, settings, finding_filter, *, diff, fmt, output_fi
 
 @main.command()
 @click.argument("code", required=False)
-def rule(code: str | None) -> None:
-    """Print a rule's documentation (all rules' summaries without CODE)."""
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="Also print the reference: every shape the rule follows, what is silent, its model "
+    "and its example cases.",
+)
+def rule(code: str | None, everything: bool) -> None:
+    """Print a rule's page (all rules' summaries without CODE)."""
     from cgguard.static.workflow.ruledocs import documented_rules, get_rule
 
     if code is None:
@@ -807,10 +814,22 @@ def rule(code: str | None) -> None:
         known = ", ".join(r.code for r in documented_rules())
         _usage_error(f"unknown rule {code!r} (known: {known})")
     click.echo(
-        f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.body}", nl=False
+        f"# {doc.code} ({doc.name})\n\n{doc.summary}\n\nFix: {doc.fix}\n\n{doc.page}", nl=False
     )
     cases = doc.cases()
     projects = doc.project_cases()
+    if not everything:
+        if doc.reference or cases or projects:
+            more = (
+                ["every shape it follows", "what is silent", "its model"] if doc.reference else []
+            )
+            if cases or projects:
+                more.append(f"its {len(cases) + len(projects)} example cases")
+            listed = ", ".join(more[:-1]) + (" and " if len(more) > 1 else "") + more[-1]
+            click.echo(f"\n`cgguard rule {doc.code} --all` adds {listed}.")
+        return
+    if doc.reference:
+        click.echo(f"\n{doc.reference}", nl=False)
     if cases or projects:
         # The examples the tests are generated from: Python source under a `.pycase` suffix.
         click.echo(f"\n## Cases ({len(cases) + len(projects)}, in {doc.folder / 'cases'})\n")

@@ -87,11 +87,32 @@ def test_fix_diff_writes_nothing_and_fix_writes(tmp_path):
     assert run_cgguard("check", "pkg", cwd=tmp_path).returncode == 0
 
 
+def test_rule_prints_a_page_on_one_screen_as_ruff_does():
+    """What it does / Why is this bad? / Example / Fix safety, in that order, within about 60
+    lines; the reference (every shape followed, the model table) only with --all."""
+    for code in ("CGG001", "CGG002", "CGG100"):
+        result = run_cgguard("rule", code)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert len(lines) <= 62, (code, len(lines))
+        headings = [line for line in lines if line.startswith("## ")]
+        assert headings == ["## What it does", "## Why is this bad?", "## Example", "## Fix safety"], code
+        assert "model table" not in result.stdout and "## The model" not in result.stdout
+    short = run_cgguard("rule", "CGG001").stdout
+    assert short.splitlines()[-1].startswith("`cgguard rule CGG001 --all` adds every shape it follows, ")
+    full = run_cgguard("rule", "CGG001", "--all").stdout
+    assert full.startswith(short.rsplit("\n\n", 1)[0])  # the page, then the reference
+    for heading in ("## What it follows", "## What is silent, and why", "## The model", "## Cases ("):
+        assert heading in full, heading
+
+
 def test_rule_prints_the_documentation_from_rules():
-    result = run_cgguard("rule", "CGG001")
+    result = run_cgguard("rule", "CGG001", "--all")
     assert result.returncode == 0
     page = (REPO / "rules" / "CGG001" / "rule.md").read_text().split("\n---\n", 1)[1].strip()
-    assert page in result.stdout
+    marker = next(line for line in page.splitlines() if line.startswith("<!-- reference: "))
+    for part in page.split(marker):
+        assert part.strip() in result.stdout
     assert run_cgguard("rule", "CGG999").returncode == 2
     # Every example case is listed, with its expected fix.
     assert "- flagged/v025_runner.pycase -> v025_runner.fixed.pycase" in result.stdout
@@ -113,7 +134,7 @@ def test_rule_documentation_works_from_a_non_editable_install(tmp_path):
     assert (target / "cgguard" / "_rules" / "CGG001" / "rule.md").is_file()
     result = subprocess.run(
         [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-         "import cgguard.cli; print(cgguard.cli.__file__); cgguard.cli.main(args=sys.argv[2:])", str(target), "rule", "CGG002"],
+         "import cgguard.cli; print(cgguard.cli.__file__); cgguard.cli.main(args=sys.argv[2:])", str(target), "rule", "CGG002", "--all"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr

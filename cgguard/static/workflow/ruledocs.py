@@ -1,8 +1,10 @@
 """The rules/ folder as data: each rule's documentation and example cases.
 
 ``rules/<CODE>/rule.md`` starts with a small front matter block (``key: value``
-lines between ``---`` fences: code, name, summary, fix) followed by the page
-(What it does / Why is this bad? / Example / Fix safety). ``rules/<CODE>/cases/``
+lines between ``---`` fences: code, name, summary, fix) followed by the page as ruff
+writes one, on one screen (What it does / Why is this bad? / Example / Fix safety), then,
+after the :data:`REFERENCE` line, the reference (every shape followed, what is silent, the
+model table) that ``cgguard rule CODE --all`` adds. ``rules/<CODE>/cases/``
 holds ``flagged/*.pycase`` (lines marked ``# expect: CODE``), their expected fixes
 ``flagged/*.fixed.pycase`` (absent when the fix must change nothing), and
 ``silent/*.pycase``. The tool, the docs and the tests all read these files,
@@ -34,6 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CASE_SUFFIX = ".pycase"
+# The line (an HTML comment: invisible where markdown is rendered) between a rule's page and
+# its reference.
+REFERENCE = "<!-- reference: "
 FIXED_SUFFIX = ".fixed" + CASE_SUFFIX
 CASE_KINDS = ("flagged", "silent")
 
@@ -125,6 +130,17 @@ class RuleDoc:
     fix: str  # safe | unsafe | display-only | none
     body: str  # the markdown page
     folder: Path
+
+    @property
+    def page(self) -> str:
+        """What ``cgguard rule CODE`` prints: the page before the reference."""
+        return self.body.split("\n" + REFERENCE, 1)[0].rstrip("\n") + "\n"
+
+    @property
+    def reference(self) -> str:
+        """What ``cgguard rule CODE --all`` adds (empty for a rule without one)."""
+        parts = self.body.split("\n" + REFERENCE, 1)
+        return parts[1].split("\n", 1)[1].strip("\n") + "\n" if len(parts) == 2 else ""
 
     def cases(self, kind: str | None = None) -> list[RuleCase]:
         """The rule's example cases, of one kind or all, sorted by kind then name."""
