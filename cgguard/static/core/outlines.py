@@ -11,7 +11,7 @@ defined, and the outline holds exactly that.
 
 The outline is a superset of what the parsed module binds: every import statement of the text
 (a function's own, one under ``if``), every class header at any depth, two bindings of one
-name both kept. A statement cut from a string (``from the docs import this``) adds a binding
+name both kept. A statement cut from a string (``from docs import this``) adds a binding
 that leads nowhere. Following it reaches every class a base resolves to through the core's
 own lookup (local classes, then imports, a dotted ``module.Klass``), and a few more
 (``*`` imports, re-exports behind a dotted name): a few words more, never one less.
@@ -57,16 +57,24 @@ class Outline:
 
 
 def outline(
-    text: str, dotted: str | None, is_package: bool, names_source: bool, code: bool = False
+    text: str,
+    dotted: str | None,
+    is_package: bool,
+    names_source: bool,
+    code: bool = False,
+    tops: frozenset[str] | None = None,
 ) -> Outline:
     """The outline of ``text``, the module named ``dotted`` (None: outside the project, where
     a relative import leads nowhere); ``is_package``: an ``__init__.py``. ``code``: keep the
-    text with its import statements blanked too (where a name is used, not bound)."""
+    text with its import statements blanked too (where a name is used, not bound). ``tops``:
+    the names the project's absolute imports start with (None: any); an import of anything
+    else (the standard library, a dependency) binds nothing the outline follows."""
     found = Outline(names_source)
     parts: list[str] = []
     last = 0
     for start, end, head, rest in import_spans(text):
-        _bind(found, head, rest, dotted, is_package)
+        if tops is None or _may_name_a_top(head, rest, tops):
+            _bind(found, head, rest, dotted, is_package)
         if code and start >= last:
             parts.append(text[last:start])
             parts.append(" ")
@@ -85,6 +93,15 @@ def outline(
                 bases.extend(_bases(text[match.end() : close]))
         at = text.find("class", at + 5)
     return found
+
+
+def _may_name_a_top(head: str, rest: str, tops: frozenset[str]) -> bool:
+    """Can the import statement name a module of the project: a relative ``from``, a
+    ``from`` whose module starts with a top, an ``import`` listing one?"""
+    if head:
+        module = head[5:].lstrip()
+        return module.startswith(".") or module.split(".", 1)[0].strip() in tops
+    return any(word in tops for word in re.split(r"[\s,().\\]+", rest))
 
 
 def _bind(found: Outline, head: str, rest: str, dotted: str | None, is_package: bool) -> None:
@@ -216,6 +233,7 @@ class Outlines:
             path.endswith("__init__.py"),
             any(w in text for w in self.source_words),
             code=True,
+            tops=self.files.tops(),
         )
         self.last = (path, text, found)
         return found
@@ -233,6 +251,7 @@ class Outlines:
                     self.files.dotted_of(path),
                     path.endswith("__init__.py"),
                     any(w in text for w in self.source_words),
+                    tops=self.files.tops(),
                 )
         return self.outlines[path]
 
