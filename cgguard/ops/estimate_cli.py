@@ -14,9 +14,10 @@ import sys
 import click
 
 from cgguard.ops.estimate_release import ReleaseContext, release_context, runner_check
-from cgguard.ops.hybrid_block import count_attention_layers
+from cgguard.ops.hybrid_block import count_attention_layers, count_state_layers
 from cgguard.ops.hybrid_estimate import FIELDS, INSTALLED, OPTION, HybridAnswer, hybrid_answer
 from cgguard.ops.hybrid_fields import hybrid_family
+from cgguard.ops.hybrid_groups import group_size, page_bytes
 from cgguard.ops.memory import (
     DEFAULT_BLOCK_SIZE,
     KV_CACHE_DTYPES,
@@ -93,17 +94,46 @@ def _gpu(gpu_name: str | None, gpu_memory_gib: float | None) -> tuple[float, str
     return 0.0, "a GPU not named"
 
 
-def _attention_layers(
+def _hybrid_group(
     model_dir: str, answer: HybridAnswer, all_layers: int
-) -> tuple[int, str | None]:
-    """How many attention layers a hybrid model has: vLLM's count (or cgguard's reading of
-    the family's fields), else the config's layer list."""
-    if answer.attention_layers:
-        return answer.attention_layers, None
-    counted = count_attention_layers(model_dir)
-    if counted:
-        return counted, f"{counted} attention layers, counted in config.json's layer list"
-    return all_layers, f"every one of the {all_layers} layers counted as attention (an upper bound)"
+) -> tuple[int, int | None, int | None, list[str]]:
+    """(layers per KV cache group, attention layers, state layers, assumptions) of a
+    hybrid model: the layer counts from vLLM's own count or cgguard's reading of the
+    family's fields, else the config's layer list; grouped as vLLM groups them."""
+    assumed = []
+    attention = answer.attention_layers
+    if not attention:
+        attention = count_attention_layers(model_dir)
+        if not attention:
+            return (
+                all_layers,
+                None,
+                None,
+                [f"every one of the {all_layers} layers counted as attention (an upper bound)"],
+            )
+        assumed.append(f"{attention} attention layers, counted in config.json's layer list")
+    state = answer.state_layers
+    if state is None:
+        state = count_state_layers(model_dir)
+        if state:
+            assumed.append(f"{state} state layers, counted in config.json's layer list")
+        else:
+            state = all_layers - attention
+            assumed.append(f"the other {state} layers keep a state (counted as not attention)")
+    return group_size(attention, state), attention, state, assumed
+
+
+def _per_block_text(
+    layers: int, attention: int | None, all_layers: int, block_size: int, per_token: int, page: int
+) -> str:
+    s = "s" if layers != 1 else ""
+    if attention is not None:
+        what = f"{layers} layer{s} per group x "
+    else:
+        what = f"{layers} {'attention ' if layers != all_layers else ''}layer{s} x "
+    if page != block_size * per_token:
+        return what + f"one state page of {page:,} bytes"
+    return what + f"{block_size} tokens x {per_token:,} bytes"
 
 
 def _scheduler_assumptions(
@@ -309,6 +339,7 @@ def estimate(
     notes: list[str] = []
     layers = shape.num_layers
     answer: HybridAnswer | None = None
+    attention_layers = state_layers = None
     per_layer = token_layer_bytes(shape, kv, tensor_parallel_size)
     if hybrid:
         # The Mamba state follows the model's dtype, which is what auto gives the KV cache.
@@ -324,9 +355,16 @@ def estimate(
             num_speculative_tokens,
         )
         notes.append(answer.note)
-        layers, layers_why = _attention_layers(model_dir, answer, shape.num_layers)
-        if layers_why:
-            assumed.append(layers_why)
+        layers, attention_layers, state_layers, layers_why = _hybrid_group(
+            model_dir, answer, shape.num_layers
+        )
+        assumed.extend(layers_why)
+        if attention_layers is not None:
+            notes.append(
+                f"vLLM puts the {attention_layers} attention and {state_layers} state layers in "
+                f"groups of {layers} and allocates one pool per layer of a group, each shared "
+                f"by every group (vllm/v1/core/kv_cache_utils.py): a block costs {layers} pages"
+            )
         if answer.source is not None and answer.source != OPTION:
             block_size = answer.block_size
         if answer.attention_bytes_per_token is not None:
@@ -352,7 +390,10 @@ def estimate(
             f"{shape.num_kv_heads} KV heads over {tensor_parallel_size} ranks: each rank keeps 1"
         )
 
-    block_bytes = layers * block_size * per_layer
+    page = block_size * per_layer
+    if answer is not None:  # one page size for attention and state (the smaller is padded)
+        page = page_bytes(block_size, per_layer, answer.mamba_page_bytes or 0)
+    block_bytes = layers * page
     est = profiling_estimate(block_bytes, max_num_seqs, capture)
     # On runner V2 the affected release builds no profiling cache: no cost to print.
     on_v2 = verdict is not None and verdict.runner == "V2" and verdict.taken is False
@@ -393,7 +434,10 @@ def estimate(
             else {
                 "block_size_computed": answer.source in (INSTALLED, FIELDS),
                 "block_size_source": answer.source,
-                "attention_layers": layers,
+                "attention_layers": attention_layers if attention_layers is not None else layers,
+                "state_layers": state_layers,
+                "group_size": layers,
+                "page_bytes": page,
                 "mamba_page_bytes": answer.mamba_page_bytes,
                 "how": answer.how,
             },
@@ -423,8 +467,9 @@ def estimate(
     lines = [
         f"Model:          {shape.config_path} ({_shape_text(shape, tensor_parallel_size)})",
         f"KV cache dtype: {kv.name} ({kv.source})",
-        f"Per block:      {human_bytes(block_bytes)} ({block_bytes:,} bytes = {layers} {'attention ' if layers != shape.num_layers else ''}layer{'s' if layers != 1 else ''} x "
-        f"{block_size} tokens x {per_layer:,} bytes)",
+        f"Per block:      {human_bytes(block_bytes)} ({block_bytes:,} bytes = "
+        + _per_block_text(layers, attention_layers, shape.num_layers, block_size, per_layer, page)
+        + ")",
         f"Settings:       vLLM {ctx.version}, max_num_seqs {max_num_seqs}, max_num_batched_tokens "
         f"{resolved.max_num_batched_tokens}, capture size {capture} tokens, block size {block_size}, "
         f"tensor parallel {tensor_parallel_size}",

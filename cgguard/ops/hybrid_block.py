@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 
 from cgguard.ops.installed import vllm_importable
-from cgguard.ops.model_config import ConfigError, config_path, load_json
+from cgguard.ops.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
 
 TIMEOUT_S = 300
 
@@ -131,6 +131,9 @@ def count_attention_layers(model_dir: str) -> int | None:
         top = load_json(config_path(model_dir))
     except ConfigError:
         return None
+    section = next((k for k in TEXT_SECTIONS if isinstance(top.get(k), dict)), None)
+    if section is not None:  # vLLM's hf_text_config: the text model's fields first
+        top = {**top, **top[section]}
     for key in ("layer_types", "layers_block_type"):
         kinds = top.get(key)
         if isinstance(kinds, list) and kinds:
@@ -141,4 +144,29 @@ def count_attention_layers(model_dir: str) -> int | None:
     pattern = top.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         return pattern.count("*")
+    return None
+
+
+def count_state_layers(model_dir: str) -> int | None:
+    """Layers a hybrid config lists as keeping a state (Mamba, linear attention, short
+    convolution): the ``M`` of ``hybrid_override_pattern``, or the kinds of
+    ``layer_types`` / ``layers_block_type``; None when it lists none."""
+    try:
+        top = load_json(config_path(model_dir))
+    except ConfigError:
+        return None
+    section = next((k for k in TEXT_SECTIONS if isinstance(top.get(k), dict)), None)
+    if section is not None:
+        top = {**top, **top[section]}
+    pattern = top.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        return pattern.count("M")
+    for key in ("layer_types", "layers_block_type"):
+        kinds = top.get(key)
+        if isinstance(kinds, list) and kinds:
+            return sum(
+                1
+                for k in kinds
+                if isinstance(k, str) and any(w in k for w in ("mamba", "linear", "conv", "ssm"))
+            )
     return None

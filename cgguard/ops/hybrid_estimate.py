@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from cgguard.ops.estimate_release import ReleaseContext
 from cgguard.ops.hybrid_block import ProbeError, hybrid_block_size
-from cgguard.ops.hybrid_fields import RELEASE, NotCovered, block_from_fields
+from cgguard.ops.hybrid_fields import RELEASE, FieldsBlock, NotCovered, block_from_fields
 from cgguard.ops.model_config import ConfigError
 
 LOG_LINE = "the N of vLLM's log line 'Setting attention block size to N tokens'"
@@ -35,12 +35,13 @@ class HybridAnswer:
     attention_bytes_per_token: int | None = None  # None: the caller's own arithmetic
     how: str | None = None
     assumed: str | None = None
+    state_layers: int | None = None  # layers keeping a state; None: not read
 
 
 def _found(block: int, source: str) -> str:
     return (
         f"hybrid model: vLLM uses {block}-token blocks so one attention page holds a Mamba "
-        f"state (block size from {source}); the figures count the attention layers' pages"
+        f"state (block size from {source}); the figures count one page per layer of a group"
     )
 
 
@@ -58,18 +59,22 @@ def hybrid_answer(
     tensor_parallel_size: int,
     num_speculative_tokens: int,
 ) -> HybridAnswer:
+    read: FieldsBlock | None
+    try:  # the layers of each kind, where cgguard reads the family's fields
+        read = block_from_fields(
+            model_dir, model_dtype, kv_element_bytes, tensor_parallel_size, num_speculative_tokens
+        )
+    except (NotCovered, ConfigError):
+        read = None
     if given is not None:
-        try:  # the attention layers, where cgguard reads the family's layer list
-            layers: int | None = block_from_fields(
-                model_dir, model_dtype, kv_element_bytes, tensor_parallel_size
-            ).attention_layers
-        except (NotCovered, ConfigError):
-            layers = None
         return HybridAnswer(
             f"hybrid model: block size {given} from --block-size ({LOG_LINE}, say)",
             OPTION,
             given,
-            attention_layers=layers,
+            mamba_page_bytes=read.mamba_page_bytes if read else None,
+            attention_layers=read.attention_layers if read else None,
+            attention_bytes_per_token=read.attention_bytes_per_token if read else None,
+            state_layers=read.state_layers if read else None,
         )
     if ctx.package_dir is not None:
         try:
@@ -89,6 +94,7 @@ def hybrid_answer(
             f"block size {probed.block_size}: computed by the installed vLLM {ctx.version}'s "
             f"own code ({probed.how}; one Mamba state is {probed.mamba_page_bytes:,} bytes), "
             f"{STAND_INS}",
+            state_layers=read.state_layers if read else None,
         )
     enlarges = "vLLM enlarges the attention block size so one attention page holds a Mamba state"
     if ".".join(map(str, ctx.release)) != RELEASE:
@@ -113,4 +119,5 @@ def hybrid_answer(
         f"{fields.state}; Platform._align_hybrid_block_size's rounding",
         f"block size {fields.block_size}: {how} (vLLM {RELEASE} is not installed here; {fields.state}, "
         f"one Mamba state is {fields.mamba_page_bytes:,} bytes), {STAND_INS}",
+        state_layers=fields.state_layers,
     )

@@ -11,7 +11,8 @@ multiple of the kernel's block alignment whose attention page holds one Mamba st
 The same stand-ins as :mod:`hybrid_block`: FlashAttention's kernel block sizes
 (multiples of 16) and prefix caching off (``mamba_cache_mode`` none, vLLM's default).
 
-Only fields config.json states are read. Where the model's config class would fill
+Fields are read from the text model's section (``text_config``, as vLLM's
+``hf_text_config``) first, then the top level. Only fields config.json states are read. Where the model's config class would fill
 a missing field with its own default, the field is asked for instead of guessed, and
 :class:`NotCovered` says which.
 """
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from cgguard.ops.model_config import ConfigError, config_path, load_json
+from cgguard.ops.hybrid_groups import group_size
+from cgguard.ops.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
 
 RELEASE = "0.25.0"
 KERNEL_ALIGNMENT = 16  # FlashAttention's supported kernel block sizes: MultipleOf(16)
@@ -42,6 +44,12 @@ class FieldsBlock:
     attention_bytes_per_token: int  # one token of one attention layer
     attention_layers: int
     state: str  # the state's shapes and dtypes, for the output
+    state_layers: int = 0  # layers that keep a Mamba / linear-attention state
+
+    @property
+    def group_size(self) -> int:
+        """Layers per KV cache group: bytes per block = group_size x page size."""
+        return group_size(self.attention_layers, self.state_layers)
 
 
 @dataclass(frozen=True)
@@ -275,6 +283,26 @@ def _olmo_hybrid(r: _Reader, dtype: str) -> tuple[_State, int]:
     return _gdn_state(r, dtype), r.kinds("layer_types").count("full_attention")
 
 
+def _qwen3_5(r: _Reader, dtype: str) -> tuple[_State, int]:
+    # vLLM's Qwen3_5ForConditionalGenerationConfig (vllm/model_executor/models/config.py)
+    # keeps the recurrent state in the text config's mamba_ssm_dtype where it names one
+    # (float32 in the published Qwen3.5 / 3.6 configs); the conv state follows the model.
+    ssm_dtype = r.fields.get("mamba_ssm_dtype", dtype)
+    if ssm_dtype not in DTYPE_BYTES:
+        raise NotCovered(f"{r.path}: mamba_ssm_dtype {ssm_dtype!r} is not one cgguard sizes")
+    state = _gdn_state(r, dtype)
+    state = _State(state.shapes, (dtype, ssm_dtype))
+    if r.fields.get("layer_types") is None:
+        # Hugging Face's Qwen3_5 text configs: every full_attention_interval-th layer.
+        interval = r.fields.get("full_attention_interval", 4)
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
+            raise NotCovered(
+                f"{r.path}: field 'full_attention_interval' must be a positive integer"
+            )
+        return state, r.num("num_hidden_layers") // interval
+    return state, r.kinds("layer_types").count("full_attention")
+
+
 def _lfm2(r: _Reader, dtype: str) -> tuple[_State, int]:
     conv = _conv(r, r.num("conv_dim"), r.num("conv_L_cache") - 1)
     return _State((conv,), (dtype,)), r.kinds("layer_types").count("full_attention")
@@ -293,15 +321,43 @@ class _Family:
     kv_heads_default_is_heads: bool  # the config class defaults KV heads to the query heads
     head_dim_default: bool  # the config class sets its own head_dim default
     head_size: Callable[[_Reader], int] | None = None  # the class derives it its own way
+    # Layers that keep a state, from the attention layers' count: by default every
+    # layer that is not attention (Falcon-H1 and Zamba2 run a Mamba mixer in every layer).
+    state_layers: Callable[[_Reader, int], int] = lambda r, attention: (
+        r.num("num_hidden_layers") - attention
+    )
+
+
+def _nemotron_h_state_layers(r: _Reader, attention: int) -> int:
+    pattern = r.fields.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        return pattern.count("M")
+    return r.kinds("layers_block_type").count("mamba")
 
 
 FAMILIES = {
     "JambaForCausalLM": _Family("Jamba (Mamba-1 layers)", _jamba, False, False),
-    "FalconH1ForCausalLM": _Family("Falcon-H1 (Mamba-2 mixers)", _falcon_h1, False, False),
-    "GraniteMoeHybridForCausalLM": _Family(
-        "Granite 4.0 hybrid (Mamba-2 layers)", _granite_hybrid, True, False
+    "FalconH1ForCausalLM": _Family(
+        "Falcon-H1 (Mamba-2 mixers)",
+        _falcon_h1,
+        False,
+        False,
+        state_layers=lambda r, attention: r.num("num_hidden_layers"),
     ),
-    "NemotronHForCausalLM": _Family("Nemotron-H (Mamba-2 layers)", _nemotron_h, False, True),
+    "GraniteMoeHybridForCausalLM": _Family(
+        "Granite 4.0 hybrid (Mamba-2 layers)",
+        _granite_hybrid,
+        True,
+        False,
+        state_layers=lambda r, attention: r.kinds("layer_types").count("mamba"),
+    ),
+    "NemotronHForCausalLM": _Family(
+        "Nemotron-H (Mamba-2 layers)",
+        _nemotron_h,
+        False,
+        True,
+        state_layers=_nemotron_h_state_layers,
+    ),
     "Zamba2ForCausalLM": _Family(
         "Zamba2 (Mamba-2 layers)",
         _zamba2,
@@ -309,6 +365,7 @@ FAMILIES = {
         False,
         # Zamba2Config: attention_head_dim = 2 * hidden_size // num_attention_heads.
         head_size=lambda r: 2 * r.num("hidden_size") // r.num("num_attention_heads"),
+        state_layers=lambda r, attention: r.num("num_hidden_layers"),
     ),
     "Qwen3NextForCausalLM": _Family(
         "Qwen3-Next (Gated DeltaNet linear attention)", _qwen3_next, False, True
@@ -316,6 +373,20 @@ FAMILIES = {
     "OlmoHybridForCausalLM": _Family(
         "OLMo hybrid (Gated DeltaNet linear attention)", _olmo_hybrid, True, False
     ),
+    **{
+        arch: _Family(
+            "Qwen3.5 / 3.6 (Gated DeltaNet linear attention, fields under text_config)",
+            _qwen3_5,
+            False,
+            True,
+        )
+        for arch in (
+            "Qwen3_5ForConditionalGeneration",
+            "Qwen3_5MoeForConditionalGeneration",
+            "Qwen3_5ForCausalLM",
+            "Qwen3_5MoeForCausalLM",
+        )
+    },
     "Lfm2ForCausalLM": _Family("LFM2 (short convolutions)", _lfm2, False, False),
     "Lfm2MoeForCausalLM": _Family("LFM2-MoE (short convolutions)", _lfm2_moe, False, False),
 }
@@ -365,7 +436,9 @@ def block_from_fields(
         )
     if model_dtype not in DTYPE_BYTES:
         raise NotCovered(f"model dtype {model_dtype!r} is not one cgguard sizes a state in")
-    r = _Reader(path, top, arch, tensor_parallel_size, num_speculative_tokens)
+    section = next((k for k in TEXT_SECTIONS if isinstance(top.get(k), dict)), None)
+    fields = {**top, **top[section]} if section else top  # vLLM's hf_text_config first
+    r = _Reader(path, fields, arch, tensor_parallel_size, num_speculative_tokens)
     state, layers = family.state(r, model_dtype)
     heads = r.kv_heads(family.kv_heads_default_is_heads)
     head = family.head_size(r) if family.head_size else r.head_size(family.head_dim_default)
@@ -380,6 +453,7 @@ def block_from_fields(
         attention_bytes_per_token=attention_token,
         attention_layers=layers,
         state=f"{family.name}: state {shapes}",
+        state_layers=family.state_layers(r, layers),
     )
 
 

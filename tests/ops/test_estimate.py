@@ -247,8 +247,12 @@ def test_hybrid_model_is_flagged(tmp_path):
     # Only the 5 attention layers ("*" in the pattern) hold K and V.
     assert out["bytes_per_block"] == 5 * 1024 * (2 * 8 * 128 * 2)
     assert "5 attention layers, counted in config.json's layer list" in out["assumed"]
+    assert "24 state layers, counted in config.json's layer list" in out["assumed"]
     assert out["notes"] == ["hybrid model: block size 1024 from --block-size (the N of vLLM's log line "
-                            "'Setting attention block size to N tokens', say)"]
+                            "'Setting attention block size to N tokens', say)",
+                            "vLLM puts the 5 attention and 24 state layers in groups of 5 and allocates "
+                            "one pool per layer of a group, each shared by every group "
+                            "(vllm/v1/core/kv_cache_utils.py): a block costs 5 pages"]
     # Without it, no affected vLLM installed to compute it, and no architecture to read
     # the state's fields for: said so.
     bare = run_json(str(model(tmp_path, hybrid, "bare")))

@@ -127,9 +127,11 @@ def test_jamba_block_size_and_bytes_from_config_fields(tmp_path, no_vllm_path):
     text = estimate(no_vllm_path, folder)
     assert text.returncode == 0, text.stderr
     assert (
-        "Per block:      1.25 MiB (1,310,720 bytes = 4 attention layers x 80 tokens x 4,096 bytes)"
+        "Per block:      1.25 MiB (1,310,720 bytes = 4 layers per group x 80 tokens x 4,096 bytes)"
         in text.stdout
     )
+    # 4 attention and 28 Mamba layers: groups of 4, one pool per layer of a group.
+    assert out["hybrid"]["state_layers"] == 28 and out["hybrid"]["group_size"] == 4
     assert "per-token    (vLLM 0.18.0-0.25.x)     512  640 MiB" in text.stdout
     assert (
         "  - block size 80: cgguard's reading of config.json's fields, as vLLM 0.25.0 computes it "
