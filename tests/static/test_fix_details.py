@@ -59,7 +59,9 @@ def test_fix_changes_only_the_statements_it_fixes():
 
 
 def test_fix_adds_parentheses_where_precedence_needs_them():
-    text = (
+    # build() hands its budget to vLLM's builder: the sink, so the finding is its argument.
+    helper = "def build(available_memory):\n    return get_kv_cache_config_from_groups(None, [], available_memory)\n\n\n"
+    text = helper + (
         "class FooModelRunner:\n"
         "    def f(self, p):\n"
         "        cc = self.compilation_config\n"
@@ -71,7 +73,7 @@ def test_fix_adds_parentheses_where_precedence_needs_them():
     fixed = fix_source_text(text, "x.py").new_text
     # Within 88 columns the count is rewritten in place; past them the statement
     # takes ruff format's layout, the parentheses kept.
-    assert fixed == (
+    assert fixed == helper + (
         "class FooModelRunner:\n"
         "    def f(self, p):\n"
         "        cc = self.compilation_config\n"
@@ -97,7 +99,7 @@ def test_fix_uses_the_files_own_line_endings_and_tabs_when_wrapping():
         "class FooModelRunner:\r\n"
         "\tdef f(self):\r\n"
         "\t\tmin_blocks = self.compilation_config.max_cudagraph_capture_size or 1\r\n"
-        "\t\treturn min_blocks\r\n"
+        "\t\tself.cache_config.num_gpu_blocks_override = min_blocks\r\n"
     )
     fixed = fix_source_text(text, "x.py").new_text
     assert fixed == (
@@ -107,7 +109,7 @@ def test_fix_uses_the_files_own_line_endings_and_tabs_when_wrapping():
         "\t\t\tmin(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)\r\n"
         "\t\t\tor 1\r\n"
         "\t\t)\r\n"
-        "\t\treturn min_blocks\r\n"
+        "\t\tself.cache_config.num_gpu_blocks_override = min_blocks\r\n"
     )
 
 

@@ -85,12 +85,12 @@ RECEIVERS = {
 
 # {cap}: the capture-size receiver; each body is one method of a model runner.
 TEMPLATES = {
-    "assign_or_1": "min_blocks = {cap} or 1\nreturn min_blocks",
+    "assign_or_1": "min_blocks = {cap} or 1\nself.cache_config.num_gpu_blocks_override = min_blocks",
     "assign_or_16": "self.cache_config.num_gpu_blocks_override = {cap} or 16",
-    "assign_bare": "num_blocks = {cap}\nreturn num_blocks",
-    "assign_comment": "min_blocks = {cap} or 1  # one block per captured token\nreturn min_blocks",
-    "assign_noqa": "min_blocks = {cap} or 1  # noqa: E501\nreturn min_blocks",
-    "keyword": "return make_config(groups, num_blocks={cap})",
+    "assign_bare": "num_blocks = {cap}\nself.cache_config.num_gpu_blocks_override = num_blocks",
+    "assign_comment": "min_blocks = {cap} or 1  # one block per captured token\nself.cache_config.num_gpu_blocks_override = min_blocks",
+    "assign_noqa": "min_blocks = {cap} or 1  # noqa: E501\nself.cache_config.num_gpu_blocks_override = min_blocks",
+    "keyword": "return builder.get_kv_cache_config_from_groups(groups, num_blocks={cap})",
     "keyword_magic_comma": (
         "return builder.get_kv_cache_config_from_groups(\n"
         "    self.vllm_config,\n"
@@ -98,12 +98,12 @@ TEMPLATES = {
         "    num_blocks={cap} or 1,\n"
         ")"
     ),
-    "positional": "return self._build_profiling_kv_cache_config(groups, {cap})",
+    "positional": "return get_profiling_kv_cache_config(self.vllm_config, groups, {cap})",
     "walrus": "if (min_blocks := {cap} or 1) > 0:\n    self.cache_config.num_gpu_blocks_override = min_blocks",
     "conditional": "self.cache_config.num_gpu_blocks_override = 1 if self.model_config.enforce_eager else {cap}",
-    "tuple": "min_blocks, groups = {cap} or 1, self.kv_cache_groups\nreturn min_blocks, groups",
-    "annotated": "min_blocks: int = {cap} or 1\nreturn min_blocks",
-    "list_and_strings": 'return build("profiling", [self.vllm_config, groups], f"{{name}}", num_blocks={cap})',
+    "tuple": "min_blocks, groups = {cap} or 1, self.kv_cache_groups\nself.cache_config.num_gpu_blocks_override = min_blocks",
+    "annotated": "min_blocks: int = {cap} or 1\nself.cache_config.num_gpu_blocks_override = min_blocks",
+    "list_and_strings": 'return builder.get_kv_cache_config_from_groups("profiling", [self.vllm_config, groups], f"{{name}}", num_blocks={cap})',
     "while_walrus": (
         "while (min_blocks := {cap} or 1) > self.limit:\n"
         "    self.cache_config.num_gpu_blocks_override = min_blocks"
