@@ -19,7 +19,7 @@ from tests.robustness.conftest import cgguard
 def test_finding_message_stays_one_readable_line(operands):
     text = ("class R(GPUModelRunner):\n    def f(self):\n        min_blocks = "
             "self.compilation_config.max_cudagraph_capture_size" + " or 1" * operands + "\n"
-            "        return min_blocks\n")  # the count leaves the function: a finding
+            "        self.cache_config.num_gpu_blocks_override = min_blocks\n")  # the count leaves the function: a finding
     result = check_text(text, "runner.py")  # the findings as reported, before any fix
     if operands > 2_000 and result.error is not None:
         # libcst nests `a or b or ...` one level per operand; where the interpreter's own
@@ -60,7 +60,7 @@ _FINDING_FUNCTION = (
     "def plugin_profiling_blocks_{i}(vllm_config):\n"
     "    compilation_config = vllm_config.compilation_config\n"
     "    num_blocks = compilation_config.max_cudagraph_capture_size or 16\n"
-    "    return num_blocks\n\n\n"
+    "    vllm_config.cache_config.num_gpu_blocks_override = num_blocks\n\n\n"
 )
 
 

@@ -100,7 +100,7 @@ def program(draw, buggy: bool):
         if sink == "override":
             body.append((0, f"self.cache_config.num_gpu_blocks_override = {var}"))
         else:
-            body.append((0, f"config = build_profiling_config(self.vllm_config, num_blocks={var})"))
+            body.append((0, f"config = get_profiling_kv_cache_config(self.vllm_config, num_blocks={var})"))
     body += [(0, s) for s in draw(st.lists(st.sampled_from(["self.initialize_kv_cache(config)",
                                                              "# trailing comment", "return None"]),
                                             max_size=2))]

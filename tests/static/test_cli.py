@@ -13,7 +13,7 @@ BUGGY = (
     "class ForkModelRunner:\n"
     "    def _init_minimal_kv_cache_for_profiling(self):\n"
     "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
-    "        return min_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
 )
 CLEAN = "def f(x):\n    return x + 1\n"
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>CGG\d{3}) (?P<msg>.+)$")

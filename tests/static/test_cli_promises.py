@@ -36,11 +36,11 @@ BOTH_RULES = (
     "class ForkModelRunner(GPUModelRunner):\n"
     "    def _init_minimal_kv_cache_for_profiling(self):\n"
     "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
-    "        return min_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
     "\n"
     "    def other(self):\n"
     "        num_blocks = max(self.compilation_config.max_cudagraph_capture_size, self.max_num_reqs)\n"
-    "        return num_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = num_blocks\n"
 )
 FINDING = re.compile(r"^\S+:\d+:\d+: (CGG\d{3}) (.*)$")
 

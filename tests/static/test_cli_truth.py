@@ -22,13 +22,13 @@ BUGGY = (
     "class ForkModelRunner:\n"
     "    def _init_minimal_kv_cache_for_profiling(self):\n"
     "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
-    "        return min_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
 )
 # CGG002: a suggestion only, so `cgguard fix` leaves it in place.
 SUGGESTION_ONLY = (
     "def at_least_sixteen(vllm_config):\n"
     "    min_blocks = max(16, vllm_config.compilation_config.max_cudagraph_capture_size)\n"
-    "    return min_blocks\n"
+    "    vllm_config.cache_config.num_gpu_blocks_override = min_blocks\n"
 )
 CLEAN = "def f(x):\n    return x + 1\n"
 HINT_001 = "Run `cgguard rule CGG001` for why and how to fix."

@@ -197,6 +197,9 @@ def test_check_stdin_reports_under_stdin_filename_and_matches_settings(tmp_path)
     assert named.stdout.startswith("pkg/runner.py:3:22: CGG001 ")
     ignored = run_cgguard("check", "-", "--stdin-filename", "tests/unit/t.py", input=CGG001_SOURCE, cwd=tmp_path)
     assert ignored.returncode == 0, ignored.stdout
+    # Excludes apply to the name only with --force-exclude, as in ruff (and as for a file named).
+    not_forced = run_cgguard("check", "-", "--stdin-filename", "gen/m.py", input=CGG001_SOURCE, cwd=tmp_path)
+    assert not_forced.returncode == 1 and not_forced.stdout.startswith("gen/m.py:3:22: CGG001 ")
     excluded = run_cgguard("check", "--force-exclude", "-", "--stdin-filename", "gen/m.py",
                            input=CGG001_SOURCE, cwd=tmp_path)
     assert excluded.returncode == 0 and excluded.stdout == "No findings in 0 files checked.\n"
@@ -237,7 +240,7 @@ def test_full_caret_lines_up_under_tab_indented_code(tmp_path):
         "class ForkModelRunner:\n"
         "\tdef _init_minimal_kv_cache_for_profiling(self):\n"
         "\t\tmin_blocks =\tself.compilation_config.max_cudagraph_capture_size or 1\n"
-        "\t\treturn min_blocks\n"
+        "\t\tself.cache_config.num_gpu_blocks_override = min_blocks\n"
     )
     write(tmp_path, {"tabs.py": source})
     result = run_cgguard("check", "--format", "full", "tabs.py", cwd=tmp_path)

@@ -22,7 +22,7 @@ RUNNER = (
     "class GPUModelRunner:\n"
     "    def _init_minimal_kv_cache_for_profiling(self):\n"
     f"        min_blocks = {PRE_FIX_RUNNER_EXPR}\n"
-    "        return min_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
 )
 
 

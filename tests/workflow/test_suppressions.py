@@ -11,8 +11,11 @@ from tests.workflow.conftest import readme_snippet, write
 
 LINE = "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1"
 HEAD = "class ForkModelRunner:\n    def _init_minimal_kv_cache_for_profiling(self):\n"
-# The counts leave the method (a block-count local that goes nowhere is no finding).
-TAIL = "        return min_blocks, num_blocks\n"
+# The counts become the override (a block-count local that goes nowhere is no finding).
+TAIL = (
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
+    "        self.drafter.cache_config.num_gpu_blocks_override = num_blocks\n"
+)
 MULTI = (
     HEAD
     + "        self.cache_config.num_gpu_blocks_override = (\n"
