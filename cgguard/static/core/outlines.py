@@ -238,6 +238,13 @@ class Outlines:
         self.last = (path, text, found)
         return found
 
+    def forget(self, path: str) -> None:
+        """The file at ``path`` changed: its outline, and every class followed through it,
+        are read again."""
+        self.outlines.pop(path, None)
+        self.reached.clear()
+        self.last = None
+
     def of_file(self, path: str) -> Outline | None:
         if path not in self.outlines:
             try:

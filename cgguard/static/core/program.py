@@ -152,13 +152,23 @@ class Program:
         self.deps: dict[tuple, set[tuple]] = {}
         self.reading: list[set[tuple]] = []
 
-    def _forget(self) -> None:
-        self.modules.clear()
-        self.texts.clear()
-        self.holds_words.clear()
-        self.binds.clear()
-        self.unlowered.clear()
-        self.import_lists.clear()
+    def forget_file(self, path: str) -> None:
+        """The file at ``path`` changed (a fix): its module is read again when asked for, and
+        every summary (any may have read it) and every class's resolved bases and members are
+        worked out again. The other modules' trees are kept: their text is the same."""
+        key = os.path.abspath(path)
+        for table in (self.modules, self.texts, self.unlowered, self.import_lists):
+            table.pop(key, None)
+        self.holds_words = {k: v for k, v in self.holds_words.items() if k[0] != key}
+        self.binds = {k: v for k, v in self.binds.items() if k[0] != key}
+        for module in self.modules.values():
+            if module is None:
+                continue
+            module.carriers = None
+            for cls in module.classes.values():
+                cls.bases_read, cls.base_names, cls.attrs_read = None, [], None
+                cls.setters, cls.built = None, {}
+        self.outlines.forget(key)
         self._forget_summaries()
         self.guesses.clear()
 
@@ -255,7 +265,7 @@ class Program:
         if found is not None and self.texts.get(key) == text and tree is None:
             return found
         if found is not None:
-            self._forget()  # the file changed (a fix): what was read from it is stale
+            self.forget_file(key)  # the file changed (a fix): what was read from it is stale
         self.texts[key] = text
         info = self._index(key, tree if tree is not None else self._lower(text, path))
         self.modules[key] = info
@@ -292,7 +302,7 @@ class Program:
         try:
             return self._base_class_words(info) if imports is None else self._import_words(info)
         finally:
-            if not held:
+            if not held and key not in self.modules:  # (a flow may have lowered it since)
                 del self.texts[key]
 
     def may_name_a_source(self, name: str) -> bool:

@@ -3,7 +3,9 @@
     text -> core (Python's parser, the intermediate form, the data flow) -> report -> findings
 
 - the byte prefilter (:mod:`.prefilter`, run by :mod:`.run`) leaves only files that name a
-  source, or may import a module of their project and name a sink;
+  source, or may import a module of their project and name a sink; of the latter, only those
+  that use what a module naming a source exports are parsed
+  (:meth:`.context.RunContext.takes_a_count`, asked of the file's outline);
 - the core (:mod:`cgguard.static.core`) parses the whole file with Python's parser, lowers
   it, and follows the model from sources to sinks, reading the project's other modules
   where a call, an import or a base class leads;

@@ -37,10 +37,12 @@ class RunContext:
         return found
 
     def forget(self, path: str) -> None:
-        """Drop what the run read of the project holding ``path``, whose file changed (a
-        fix written): its program is built again, from the files as they are now."""
+        """The file at ``path`` changed, or was checked as a fixed text that is not on disk:
+        what the run read of it, and every summary, is read again from the file as it is."""
         root = self.roots.of_file(path) if path else None
-        self.programs.pop(root, None)
+        program = self.programs.get(root)
+        if program is not None:
+            program.forget_file(path)
         self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
 
     def module_files(self, root: str | None) -> ModuleFiles:

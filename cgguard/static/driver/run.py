@@ -225,8 +225,9 @@ def fix_source_text(
 ) -> FileResult:
     """Fix one text in memory; ``new_text`` holds the result (the original on any error).
     The diff names the file relative to ``diff_base`` (see textdiff.diff_base).
-    ``context``: what the run has read (:class:`.context.RunContext`) for the first check;
-    the fixed text is checked on its own (the run's reading is of the files on disk)."""
+    ``context``: what the run has read (:class:`.context.RunContext`), for the check and for
+    the checks of the fixed text; the caller has it forget the file when the text changed
+    (:func:`fix_paths`), so other files read it as it is on disk."""
     result = check_text(text, path, finding_filter, context)
     if result.error is not None:
         return result
@@ -234,7 +235,7 @@ def fix_source_text(
     try:
         outcome = fix_text(
             text,
-            _checker(path, finding_filter),
+            _checker(path, finding_filter, context),
             unsafe=unsafe,
             findings=result.findings,
             check_parses=_check_parses,
@@ -446,9 +447,9 @@ def fix_paths(
             ),
         )
         run.files.append(result)
-        if result.changed and write:
-            # The file on disk changed: what the run read from it (and what other
-            # modules' summaries took from it) is read again, from the fixed file.
+        if result.changed:
+            # The run read the fixed text, which is on disk only when written: what it read of
+            # the file (and what other modules' summaries took from it) is read again.
             context.forget(path)
     return run
 
