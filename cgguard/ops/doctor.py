@@ -191,13 +191,35 @@ def fix_tree(root: str, *, unsafe: bool) -> tuple[int, list[FileError]]:
     return run.fixed, run.errors
 
 
+# A tree read with --path runs on another machine: its target, not this Python, has Triton.
+TARGET_TRITON = (
+    "the tree runs with Triton on a CUDA GPU (vLLM's HAS_TRITON true): a tree read with --path "
+    "runs elsewhere, so this Python's packages do not decide"
+)
+
+
 def _runner_answers(
-    d: Diagnosis, package_dir: str, model_dir: str | None, settings: RunSettings | None
+    d: Diagnosis,
+    package_dir: str,
+    model_dir: str | None,
+    settings: RunSettings | None,
+    *,
+    on_target: bool = False,
 ) -> None:
-    """Which models take the per-token path on this affected vLLM (and the named one)."""
+    """Which models take the per-token path on this affected vLLM (and the named one).
+
+    ``on_target``: the vLLM is a tree read for another machine (``--path``), taken to
+    run with Triton on a CUDA GPU; otherwise it runs with this Python's packages."""
     d.runners = runner_summary(package_dir)
     if model_dir is not None:
-        d.verdict = model_verdict(package_dir, model_dir, settings or RunSettings(), d.workarounds)
+        d.verdict = model_verdict(
+            package_dir,
+            model_dir,
+            settings or RunSettings(),
+            d.workarounds,
+            has_triton=True if on_target else None,
+            triton_note=TARGET_TRITON if on_target else None,
+        )
 
 
 def _require_folder(root: str) -> None:
@@ -273,7 +295,7 @@ def diagnose_path(
     if diagnosis.affected:
         diagnosis.plan = plan_fix(root, findings)
         diagnosis.workarounds = find_workarounds(_package_dir(root))
-        _runner_answers(diagnosis, _package_dir(root), model_dir, settings)
+        _runner_answers(diagnosis, _package_dir(root), model_dir, settings, on_target=True)
     diagnosis.advice = advise(diagnosis)
     return diagnosis
 

@@ -29,6 +29,17 @@ from cgguard.ops.memory import (
     token_layer_bytes,
 )
 from cgguard.ops.model_config import ConfigError, ModelShape, load_model_shape
+from cgguard.ops.model_kind import read_model_kind
+from cgguard.ops.release_runners import (
+    ASSUMED as ASSUMED_RUNNER,
+)
+from cgguard.ops.release_runners import (
+    NOTHING_AT_STAKE,
+    ReleaseRunner,
+    runner_of,
+    runners_by_release,
+)
+from cgguard.ops.runner_source import ENV
 from cgguard.ops.runner_verdict import settings_from_env
 from cgguard.ops.units import human_bytes
 from cgguard.ops.v2_features import ON
@@ -397,6 +408,18 @@ def estimate(
     est = profiling_estimate(block_bytes, max_num_seqs, capture)
     # On runner V2 the affected release builds no profiling cache: no cost to print.
     on_v2 = verdict is not None and verdict.runner == "V2" and verdict.taken is False
+    # No release's source to read: each affected release's rule, by the model's kind.
+    by_release: list[ReleaseRunner] = []
+    if verdict is None:
+        try:
+            kind = read_model_kind(model_dir, None)
+        except ConfigError:  # no architecture named: no runner to look up
+            pass
+        else:
+            every = runners_by_release(
+                kind.architectures[0], kind.is_moe, kind.is_quantized, hybrid
+            )
+            by_release = every if vllm_version is None else [runner_of(every, ctx.release)]
     if verdict is not None:
         assumed.extend(a for a in verdict.assumed if a not in assumed)
         if verdict.runner is None:
@@ -420,6 +443,7 @@ def estimate(
             "kv_cache_dtype_source": kv.source,
             "vllm_version": ctx.version,
             "runner": verdict.to_json() if verdict is not None else None,
+            "runner_by_release": [r.to_json() for r in by_release] or None,
             "settings": {
                 "max_num_seqs": max_num_seqs,
                 "max_num_batched_tokens": resolved.max_num_batched_tokens,
@@ -483,6 +507,24 @@ def estimate(
                 f"                model runner V2 lacks {'; '.join(in_use)}, which the "
                 "settings given turn on"
             )
+    if by_release:
+        lines.append(
+            "Runner:         vLLM's source for this is not installed here; by each release's "
+            f"rule ({ASSUMED_RUNNER}):"
+        )
+        lines.extend(
+            f"                  {r.releases}: {r.runner or 'V1 or V2'} ({r.why})"
+            for r in by_release
+        )
+        if any(r.runner != "V1" for r in by_release):
+            lines.append(f"                {NOTHING_AT_STAKE}")
+    if any(r.runner == "V2" for r in by_release) and not on_v2:
+        lines.append(
+            f"The table is what vLLM {ctx.version} builds on the V1 runner ({ENV}=0)."
+            if vllm_version is not None
+            else "The table is what the releases that run it on the V1 runner build (and any "
+            f"release with {ENV}=0)."
+        )
     if on_v2:
         lines.append(
             f"vLLM {ctx.version} runs this model on model runner V2, which builds no profiling KV "

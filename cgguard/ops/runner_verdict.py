@@ -145,10 +145,15 @@ def model_verdict(
     workarounds: Workarounds | None,
     *,
     has_triton: bool | None = None,
+    triton_note: str | None = None,
 ) -> PathVerdict:
     """Whether the model in ``model_dir`` takes the per-token path on the vLLM at
     ``package_dir`` (one whose runner sizes per token). Raises ConfigError for a bad
-    config.json."""
+    config.json.
+
+    ``has_triton`` is what vLLM's HAS_TRITON is where it runs: None reads this
+    Python's packages (the vLLM installed here); a tree read for another machine
+    passes it, with ``triton_note`` saying why (listed under "Assumed")."""
     kind = read_model_kind(model_dir, package_dir)
     verdict = PathVerdict(taken=None, runner=None, model=kind)
     verdict.assumed.extend(kind.notes)
@@ -177,6 +182,8 @@ def model_verdict(
             verdict.assumed.append(
                 "Triton finds its GPU driver (vLLM's HAS_TRITON): triton is installed in this Python"
             )
+        elif triton_note is not None and rule.kind == "property":
+            verdict.assumed.append(triton_note)
     except ValueError:
         verdict.reasons.append(
             f"{ENV}={settings.env_use_v2!r} is not an integer: vLLM fails to read it (bool(int(value)))"
