@@ -51,7 +51,7 @@ BUG = (
     "class Runner:\n"
     "    def f(self):\n"
     "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1\n"
-    "        return min_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
 )
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.M)
 

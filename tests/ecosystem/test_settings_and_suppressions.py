@@ -40,17 +40,18 @@ class ForkModelRunner:
             self.compilation_config.max_cudagraph_capture_size
         )  # cgguard: ignore[CGG001]
         num_blocks = self.compilation_config.max_cudagraph_capture_size or 1
-        return min_blocks, other, anything, num_blocks
+        self.cache_config.num_gpu_blocks_override = min_blocks
+        self.cache_config.num_gpu_blocks_override = num_blocks
 
 
 def at_least_sixteen(vllm_config):
     min_blocks = max(16, vllm_config.compilation_config.max_cudagraph_capture_size)
-    return min_blocks
+    vllm_config.cache_config.num_gpu_blocks_override = min_blocks
 
 
 def at_least_sixteen_on_purpose(vllm_config):
     min_blocks = max(16, vllm_config.compilation_config.max_cudagraph_capture_size)  # noqa: CGG002
-    return min_blocks
+    vllm_config.cache_config.num_gpu_blocks_override = min_blocks
 """
 
 # (file name, its text) for each kind of settings file; None: no settings file at all.

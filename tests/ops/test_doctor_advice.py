@@ -166,9 +166,9 @@ def test_no_command_when_no_fix_exists_only_what_to_edit(tmp_path):
     root = tmp_path / "lib"
     root.mkdir()
     (root / "build.py").write_text(
-        "def profiling_blocks(compilation_config):\n"
+        "def profiling_blocks(compilation_config, cache_config):\n"
         "    num_blocks = compilation_config.max_cudagraph_capture_size or 1\n"
-        "    return num_blocks\n"
+        "    cache_config.num_gpu_blocks_override = num_blocks\n"
     )
     proc = cgguard("doctor", "--path", str(root))
     assert proc.returncode == 1
@@ -325,7 +325,7 @@ SMALL_RUNNER = (
     "class GPUModelRunner:\n"
     "    def _init_minimal_kv_cache_for_profiling(self):\n"
     "        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1{comment}\n"
-    "        return min_blocks\n"
+    "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
 )
 
 
