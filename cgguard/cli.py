@@ -18,9 +18,9 @@ _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 # Commands that live in other modules, imported only when used (start-up time
 # matters: `cgguard check` runs on every commit). name -> "module:attribute".
 LAZY_COMMANDS = {
-    "doctor": "cgguard.ops.doctor_cli:doctor",
-    "estimate": "cgguard.ops.estimate_cli:estimate",
-    "triage": "cgguard.ops.triage_cli:triage",
+    "doctor": "cgguard.ops.doctor.cli:doctor",
+    "estimate": "cgguard.ops.estimate.cli:estimate",
+    "triage": "cgguard.ops.triage.cli:triage",
     "config": "cgguard.static.workflow.config_cli:config",
     "rule": "cgguard.static.workflow.rule_cli:rule",
 }

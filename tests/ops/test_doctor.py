@@ -13,8 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.ops.doctor_cli import doctor
-from tests.conftest import PRE_FIX_RUNNER_EXPR, REPO, UPSTREAM_FIXED_RUNNER_EXPR, cli_runner, run_cgguard
+from cgguard.ops.doctor.cli import doctor
+from tests.conftest import (
+    PRE_FIX_RUNNER_EXPR,
+    REPO,
+    UPSTREAM_FIXED_RUNNER_EXPR,
+    cli_runner,
+    run_cgguard,
+)
 
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 
@@ -371,7 +377,7 @@ def test_model_options_need_model_and_a_bad_config_is_one_line(tmp_path, buggy_r
 
 def test_a_v2_runner_variable_vllm_cannot_read_is_said(tmp_path, vllm_dir):
     # vLLM reads VLLM_USE_V2_MODEL_RUNNER as bool(int(value)): "yes" fails there.
-    from cgguard.ops.runner_verdict import RunSettings, model_verdict
+    from cgguard.ops.release.runner_verdict import RunSettings, model_verdict
 
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
     verdict = model_verdict(str(vllm_dir), str(tmp_path), RunSettings(env_use_v2="yes"), None)

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import cli_runner
 
-from cgguard.ops.estimate_cli import estimate
-from tests.conftest import run_cgguard
+from cgguard.ops.estimate.cli import estimate
+from tests.conftest import cli_runner, run_cgguard
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 

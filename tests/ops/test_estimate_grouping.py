@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from cgguard.ops.hybrid_groups import group_size, page_bytes
+from cgguard.ops.release.hybrid_groups import group_size, page_bytes
 from tests.ops.test_estimate_hybrid import estimate, model, no_vllm_path  # noqa: F401
 
 LAYER_TYPES = (["linear_attention"] * 3 + ["full_attention"]) * 10

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import cgguard.ops.runner_verdict as runner_verdict
-from cgguard.ops.doctor import TARGET_TRITON, diagnose_path
-from cgguard.ops.release_runners import runners_by_release
-from cgguard.ops.runner_verdict import RunSettings
+import cgguard.ops.release.runner_verdict as runner_verdict
+from cgguard.ops.doctor.diagnosis import TARGET_TRITON, diagnose_path
+from cgguard.ops.release.release_runners import runners_by_release
+from cgguard.ops.release.runner_verdict import RunSettings
 from tests.conftest import PRE_FIX_RUNNER_EXPR, UPSTREAM_FIXED_RUNNER_EXPR
 from tests.ops.test_estimate_grouping import QWEN3_6_35B_A3B
 from tests.ops.test_estimate_hybrid import estimate, model, no_vllm_path  # noqa: F401

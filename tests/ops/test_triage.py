@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.ops.triage_advice import COST_ORDER, cost_rank, plan
-from cgguard.ops.triage_read import MAX_LINE_BYTES, LogError, clean, read_lines
-from cgguard.ops.triage_verdict import THIS_BUG
-from cgguard.ops.workarounds import Workaround, Workarounds
+from cgguard.ops.release.workarounds import Workaround, Workarounds
+from cgguard.ops.triage.advice import COST_ORDER, cost_rank, plan
+from cgguard.ops.triage.read import MAX_LINE_BYTES, LogError, clean, read_lines
+from cgguard.ops.triage.verdict import THIS_BUG
 from tests.ops.test_triage_shapes import SHAPES, verdict_of
 
 THIS_BUG_LOG = SHAPES[0].text
@@ -70,7 +70,7 @@ def test_clean_removes_every_prefix(line, expected):
 
 
 def test_line_numbers_count_every_line_across_chunks(monkeypatch):
-    import cgguard.ops.triage_read as reader
+    import cgguard.ops.triage.read as reader
 
     monkeypatch.setattr(reader, "CHUNK_BYTES", 7)  # lines split across many chunks
     text = "INFO 12-01 09:00:00 [a.py:1] start\nnoise\n\nOverriding num_gpu_blocks=0 with num_gpu_blocks_override=9\nmore"
@@ -158,7 +158,7 @@ def test_huge_input_is_streamed_in_bounded_memory(tmp_path):
         fh.write(THIS_BUG_LOG.encode())
     code = (
         "import sys\n"
-        "from cgguard.ops.triage_cli import triage\n"
+        "from cgguard.ops.triage.cli import triage\n"
         "try:\n"
         f"    triage([{str(path)!r}])\n"
         "except SystemExit as e:\n"

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from cgguard.ops.triage_verdict import CANNOT_TELL, NOT_THIS_BUG, THIS_BUG
+from cgguard.ops.triage.verdict import CANNOT_TELL, NOT_THIS_BUG, THIS_BUG
 from tests.ops.test_triage_shapes import (
     ENGINE,
     SHAPES,

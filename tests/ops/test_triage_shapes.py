@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cgguard.ops.triage_facts import collect
-from cgguard.ops.triage_read import read_lines
-from cgguard.ops.triage_verdict import CANNOT_TELL, NOT_THIS_BUG, THIS_BUG, Verdict, decide
+from cgguard.ops.triage.facts import collect
+from cgguard.ops.triage.read import read_lines
+from cgguard.ops.triage.verdict import CANNOT_TELL, NOT_THIS_BUG, THIS_BUG, Verdict, decide
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from cgguard.ops.v2_features import DEFAULT, OFF, ON, FeatureSettings, read_v2_features
+from cgguard.ops.release.v2_features import DEFAULT, OFF, ON, FeatureSettings, read_v2_features
 
 SOURCE = '''
 class VllmConfig:

@@ -1,4 +1,4 @@
-"""cgguard's reading of a hybrid model's config.json fields (``cgguard.ops.hybrid_fields``)
+"""cgguard's reading of a hybrid model's config.json fields (``cgguard.ops.release.hybrid_fields``)
 against the installed release's own code, for tiny configs of every family it covers.
 
 The reference builds the release's ``VllmConfig`` from each config, takes the state's
@@ -43,7 +43,7 @@ import sys
 
 import pytest
 
-from cgguard.ops.hybrid_fields import FAMILIES, block_from_fields
+from cgguard.ops.release.hybrid_fields import FAMILIES, block_from_fields
 from tests.runtime.conftest import VLLM_RELEASE, clean_env
 
 BASE = {"vocab_size": 512, "max_position_embeddings": 256, "intermediate_size": 256,

@@ -22,7 +22,7 @@ import types
 
 from click.testing import CliRunner
 
-from cgguard.ops.estimate_cli import estimate
+from cgguard.ops.estimate.cli import estimate
 from tests.ops.test_estimate_grouping import QWEN3_6_35B_A3B
 
 BLOCK_SIZE, BLOCKS = 2096, 512

@@ -16,8 +16,8 @@ import subprocess
 import sys
 from itertools import product
 
-from cgguard.ops.doctor import release_tuple
-from cgguard.ops.vllm_defaults import GPUS, Request, resolve
+from cgguard.ops.doctor.diagnosis import release_tuple
+from cgguard.ops.release.vllm_defaults import GPUS, Request, resolve
 from tests.runtime.conftest import RELEASE, TINY_LLAMA, VLLM_RELEASE, clean_env
 
 # (GPU, entry point, max_num_seqs, max_num_batched_tokens, capture size, speculative tokens, max_model_len)
@@ -125,6 +125,6 @@ def test_estimate_resolves_what_the_release_resolves(tmp_path):
 
 
 def test_the_gpu_table_falls_on_the_side_of_vllms_rule_it_names():
-    from cgguard.ops.vllm_defaults import is_large_gpu
+    from cgguard.ops.release.vllm_defaults import is_large_gpu
 
     assert [g for g in GPUS if is_large_gpu(*GPUS[g])] == ["H100", "H200", "B200", "MI300X"]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.ops.model_kind import read_model_kind
-from cgguard.ops.runner_source import read_runner_rule
-from cgguard.ops.runner_verdict import RunSettings, facts_for
+from cgguard.ops.release.model_kind import read_model_kind
+from cgguard.ops.release.runner_source import read_runner_rule
+from cgguard.ops.release.runner_verdict import RunSettings, facts_for
 from tests.conftest import REPO, installed_vllm_dir
 from tests.runtime.conftest import RELEASE, TINY_LLAMA, VLLM_RELEASE, clean_env
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.ops.model_kind import read_model_kind
-from cgguard.ops.runner_verdict import RunSettings, model_verdict
-from cgguard.ops.v2_features import DEFAULT, OFF, ON, FeatureSettings, read_v2_features
+from cgguard.ops.release.model_kind import read_model_kind
+from cgguard.ops.release.runner_verdict import RunSettings, model_verdict
+from cgguard.ops.release.v2_features import DEFAULT, OFF, ON, FeatureSettings, read_v2_features
 from tests.conftest import installed_vllm_dir
 from tests.runtime.conftest import TINY_LLAMA, VLLM_RELEASE, clean_env
 

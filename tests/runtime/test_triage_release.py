@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.ops.triage_advice import cost_rank
-from cgguard.ops.triage_verdict import CANNOT_TELL, COUNT_NEEDED, NOT_THIS_BUG, THIS_BUG
-from cgguard.ops.workarounds import find_workarounds
+from cgguard.ops.triage.advice import cost_rank
+from cgguard.ops.triage.verdict import CANNOT_TELL, COUNT_NEEDED, NOT_THIS_BUG, THIS_BUG
+from cgguard.ops.release.workarounds import find_workarounds
 from tests.conftest import REPO, installed_vllm_dir
 from tests.ops.test_triage_shapes import V0_25_0, ReleaseLog, Src, shapes, verdict_of
 from tests.runtime.conftest import RELEASE, VLLM_RELEASE, clean_env, write_tiny_llama
@@ -434,8 +434,8 @@ def _non_default_args_line(model: str, **engine_args) -> str:
 
 
 def test_the_releases_non_default_args_line_shows_max_num_seqs_only_when_set(tiny_llama):
-    from cgguard.ops.triage_facts import collect
-    from cgguard.ops.triage_read import read_lines
+    from cgguard.ops.triage.facts import collect
+    from cgguard.ops.triage.read import read_lines
 
     def seqs(line: str) -> int | None:
         [start] = collect(read_lines(io.BytesIO(line.encode()), "log")).starts

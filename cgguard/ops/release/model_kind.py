@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgguard.ops.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
+from cgguard.ops.release.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
 
 REGISTRY = os.path.join("model_executor", "models", "registry.py")
 MODELS_DIR = os.path.join("model_executor", "models")

@@ -31,7 +31,7 @@ CHUNK_BYTES = 1 << 20
 # that triage reads comes near this).
 MAX_LINE_BYTES = 1 << 16
 
-# A piece of every phrase triage reads (``triage_facts``); other lines are skipped
+# A piece of every phrase triage reads (``facts``); other lines are skipped
 # undecoded. Each piece starts with a character that is rare in the request lines
 # that fill long logs, which keeps the scan fast.
 _WANTED = re.compile(

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgguard.ops.estimate_release import ReleaseContext
-from cgguard.ops.hybrid_block import ProbeError, hybrid_block_size
-from cgguard.ops.hybrid_fields import RELEASE, FieldsBlock, NotCovered, block_from_fields
-from cgguard.ops.model_config import ConfigError
+from cgguard.ops.estimate.release import ReleaseContext
+from cgguard.ops.release.hybrid_block import ProbeError, hybrid_block_size
+from cgguard.ops.release.hybrid_fields import RELEASE, FieldsBlock, NotCovered, block_from_fields
+from cgguard.ops.release.model_config import ConfigError
 
 LOG_LINE = "the N of vLLM's log line 'Setting attention block size to N tokens'"
 STAND_INS = (

@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cgguard.ops.model_kind import ModelKind, read_model_kind
-from cgguard.ops.runner_source import (
+from cgguard.ops.release.model_kind import ModelKind, read_model_kind
+from cgguard.ops.release.runner_source import (
     ENV,
     UNSUPPORTED,
     CannotTell,
@@ -23,8 +23,8 @@ from cgguard.ops.runner_source import (
     RunnerRule,
     read_runner_rule,
 )
-from cgguard.ops.v2_features import ON, FeatureSettings, V2Features, read_v2_features
-from cgguard.ops.workarounds import Workarounds
+from cgguard.ops.release.v2_features import ON, FeatureSettings, V2Features, read_v2_features
+from cgguard.ops.release.workarounds import Workarounds
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from cgguard.ops.runner_source import UNSUPPORTED, VLLM_CONFIG
-from cgguard.ops.workarounds import parse_source
+from cgguard.ops.release.runner_source import UNSUPPORTED, VLLM_CONFIG
+from cgguard.ops.release.workarounds import parse_source
 
 ON, OFF, DEFAULT = "on", "off", "default"
 

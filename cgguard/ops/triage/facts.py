@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from cgguard.ops.triage_read import LogLine
+from cgguard.ops.triage.read import LogLine
 
 # Frames of the start-up path, by what they say about where a failure happened.
 PROFILING_ALLOCATION = "_init_minimal_kv_cache_for_profiling"
@@ -231,7 +231,7 @@ def _settings(facts: Facts, fact: Fact, text: str) -> None:
 
 
 def collect(lines: Iterable[LogLine]) -> LogFacts:
-    """The facts of a log's wanted lines (``triage_read.read_lines``), start by start."""
+    """The facts of a log's wanted lines (``read.read_lines``), start by start."""
     log = LogFacts()
     facts = Facts()
     tracebacks: dict[str, _Traceback] = {}

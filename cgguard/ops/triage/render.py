@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from cgguard.ops.triage_advice import Step
-from cgguard.ops.triage_verdict import Verdict
+from cgguard.ops.triage.advice import Step
+from cgguard.ops.triage.verdict import Verdict
 
 
 def to_json(verdict: Verdict, steps: list[Step], note: str | None, error: str | None = None) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgguard.ops.model_config import DTYPE_NAMES, ModelShape
+from cgguard.ops.release.model_config import DTYPE_NAMES, ModelShape
 from cgguard.shared.bound import per_token_block_count, profiling_block_bound
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}

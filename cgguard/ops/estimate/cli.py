@@ -13,12 +13,12 @@ import sys
 
 import click
 
-from cgguard.ops.estimate_release import ReleaseContext, release_context, runner_check
-from cgguard.ops.hybrid_block import count_attention_layers, count_state_layers
-from cgguard.ops.hybrid_estimate import FIELDS, INSTALLED, OPTION, HybridAnswer, hybrid_answer
-from cgguard.ops.hybrid_fields import hybrid_family
-from cgguard.ops.hybrid_groups import group_size, page_bytes
-from cgguard.ops.memory import (
+from cgguard.ops.estimate.hybrid import FIELDS, INSTALLED, OPTION, HybridAnswer, hybrid_answer
+from cgguard.ops.estimate.release import ReleaseContext, release_context, runner_check
+from cgguard.ops.release.hybrid_block import count_attention_layers, count_state_layers
+from cgguard.ops.release.hybrid_fields import hybrid_family
+from cgguard.ops.release.hybrid_groups import group_size, page_bytes
+from cgguard.ops.release.memory import (
     DEFAULT_BLOCK_SIZE,
     KV_CACHE_DTYPES,
     MODEL_DTYPES,
@@ -28,22 +28,22 @@ from cgguard.ops.memory import (
     resolve_kv_dtype,
     token_layer_bytes,
 )
-from cgguard.ops.model_config import ConfigError, ModelShape, load_model_shape
-from cgguard.ops.model_kind import read_model_kind
-from cgguard.ops.release_runners import (
+from cgguard.ops.release.model_config import ConfigError, ModelShape, load_model_shape
+from cgguard.ops.release.model_kind import read_model_kind
+from cgguard.ops.release.release_runners import (
     ASSUMED as ASSUMED_RUNNER,
 )
-from cgguard.ops.release_runners import (
+from cgguard.ops.release.release_runners import (
     NOTHING_AT_STAKE,
     ReleaseRunner,
     runner_of,
     runners_by_release,
 )
-from cgguard.ops.runner_source import ENV
-from cgguard.ops.runner_verdict import settings_from_env
-from cgguard.ops.units import human_bytes
-from cgguard.ops.v2_features import ON
-from cgguard.ops.vllm_defaults import ENTRY_POINTS, GPUS, Request, resolve
+from cgguard.ops.release.runner_source import ENV
+from cgguard.ops.release.runner_verdict import settings_from_env
+from cgguard.ops.release.units import human_bytes
+from cgguard.ops.release.v2_features import ON
+from cgguard.ops.release.vllm_defaults import ENTRY_POINTS, GPUS, Request, resolve
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
 
@@ -164,7 +164,7 @@ def _scheduler_assumptions(
 
 def _release_number(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """--vllm-version: a release number (X.Y.Z), or a usage error before anything is read."""
-    from cgguard.ops.doctor import release_tuple
+    from cgguard.ops.doctor.diagnosis import release_tuple
 
     if value is not None and release_tuple(value) is None:
         raise click.BadParameter(f"{value!r} is not a release number (X.Y.Z)")

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from cgguard.ops.doctor import (
+from cgguard.ops.doctor.diagnosis import (
     AFFECTED_RELEASES,
     Diagnosis,
     DoctorError,
@@ -22,10 +22,10 @@ from cgguard.ops.doctor import (
     diagnose_path,
     fix_tree,
 )
-from cgguard.ops.guard_status import guard_status
-from cgguard.ops.model_config import ConfigError
-from cgguard.ops.runner_source import ENV
-from cgguard.ops.runner_verdict import settings_from_env
+from cgguard.ops.doctor.guard_status import guard_status
+from cgguard.ops.release.model_config import ConfigError
+from cgguard.ops.release.runner_source import ENV
+from cgguard.ops.release.runner_verdict import settings_from_env
 from cgguard.shared.modes import MODE_ENV
 from cgguard.static.workflow.names import one_line, printable, printable_strings
 

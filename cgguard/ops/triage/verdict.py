@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cgguard.ops.triage_facts import (
+from cgguard.ops.release.units import human_bytes
+from cgguard.ops.triage.facts import (
     FORWARD_PROFILE,
     GRAPH_CAPTURE,
     MODEL_LOAD,
@@ -27,7 +28,6 @@ from cgguard.ops.triage_facts import (
     LogFacts,
     Override,
 )
-from cgguard.ops.units import human_bytes
 from cgguard.shared.bound import (
     FIRST_AFFECTED,
     FIRST_FIXED,

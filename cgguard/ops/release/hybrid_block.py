@@ -19,8 +19,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from cgguard.ops.installed import vllm_importable
-from cgguard.ops.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
+from cgguard.ops.release.installed import vllm_importable
+from cgguard.ops.release.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
 
 TIMEOUT_S = 300
 

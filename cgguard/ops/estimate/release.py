@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgguard.ops.doctor import in_affected_releases, release_tuple
-from cgguard.ops.installed import find_installed_vllm
-from cgguard.ops.memory import EstimateError
-from cgguard.ops.model_config import ConfigError
-from cgguard.ops.runner_verdict import PathVerdict, RunSettings, model_verdict, settings_from_env
+from cgguard.ops.doctor.diagnosis import in_affected_releases, release_tuple
+from cgguard.ops.release.installed import find_installed_vllm
+from cgguard.ops.release.memory import EstimateError
+from cgguard.ops.release.model_config import ConfigError
+from cgguard.ops.release.runner_verdict import (
+    PathVerdict,
+    RunSettings,
+    model_verdict,
+    settings_from_env,
+)
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 
 LAST_AFFECTED = "0.25.0"

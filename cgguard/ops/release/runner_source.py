@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgguard.ops.workarounds import parse_source
+from cgguard.ops.release.workarounds import parse_source
 
 VLLM_CONFIG = os.path.join("config", "vllm.py")
 WORKER = os.path.join("v1", "worker", "gpu_worker.py")

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from cgguard.ops.hybrid_groups import group_size
-from cgguard.ops.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
+from cgguard.ops.release.hybrid_groups import group_size
+from cgguard.ops.release.model_config import TEXT_SECTIONS, ConfigError, config_path, load_json
 
 RELEASE = "0.25.0"
 KERNEL_ALIGNMENT = 16  # FlashAttention's supported kernel block sizes: MultipleOf(16)

@@ -12,17 +12,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from cgguard.ops.fix_plan import FixPlan, plan_fix
-from cgguard.ops.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status
-from cgguard.ops.installed import InstalledVllm, find_installed_vllm, vllm_importable
-from cgguard.ops.runner_verdict import (
+from cgguard.ops.doctor.fix_plan import FixPlan, plan_fix
+from cgguard.ops.doctor.guard_status import ALLOW_LIST_ENV, GuardStatus, guard_status
+from cgguard.ops.release.installed import InstalledVllm, find_installed_vllm, vllm_importable
+from cgguard.ops.release.runner_verdict import (
     PathVerdict,
     RunnerSummary,
     RunSettings,
     model_verdict,
     runner_summary,
 )
-from cgguard.ops.workarounds import Workarounds, find_workarounds
+from cgguard.ops.release.workarounds import Workarounds, find_workarounds
 from cgguard.shared.bound import FIRST_AFFECTED, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
 from cgguard.static.driver.run import check_paths

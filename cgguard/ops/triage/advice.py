@@ -2,7 +2,7 @@
 
 The fix (an upgrade), cgguard's runtime guard, then the start-up settings that
 skip or shrink the allocation. Those settings are the ones `cgguard doctor`
-reads from a vLLM's own start-up code (:mod:`cgguard.ops.workarounds`), so they
+reads from a vLLM's own start-up code (:mod:`cgguard.ops.release.workarounds`), so they
 are offered only when the vLLM installed here is the log's release; they are
 ranked by what they cost at run time: none (a KV cache sized by hand), graphs
 only up to a batch size, no graphs, no graphs and no torch.compile.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from cgguard.ops.triage_verdict import Verdict, release
-from cgguard.ops.workarounds import Workaround, Workarounds
+from cgguard.ops.release.workarounds import Workaround, Workarounds
+from cgguard.ops.triage.verdict import Verdict, release
 from cgguard.shared.bound import BOUND_TEMPLATE, FIRST_FIXED
 from cgguard.shared.modes import MODE_ENV
 

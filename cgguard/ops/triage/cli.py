@@ -10,18 +10,18 @@ from typing import BinaryIO
 
 import click
 
-from cgguard.ops.triage_advice import Step, plan, same_release
-from cgguard.ops.triage_facts import collect
-from cgguard.ops.triage_read import LogError, read_lines
-from cgguard.ops.triage_render import to_json, to_text
-from cgguard.ops.triage_verdict import CANNOT_TELL, THIS_BUG, Verdict, decide
+from cgguard.ops.triage.advice import Step, plan, same_release
+from cgguard.ops.triage.facts import collect
+from cgguard.ops.triage.read import LogError, read_lines
+from cgguard.ops.triage.render import to_json, to_text
+from cgguard.ops.triage.verdict import CANNOT_TELL, THIS_BUG, Verdict, decide
 
 
 def _installed_workarounds(version: str | None):
     """(workarounds, installed version): the settings of the vLLM installed here,
     read from its source when it is the log's release (else None)."""
-    from cgguard.ops.installed import find_installed_vllm
-    from cgguard.ops.workarounds import find_workarounds
+    from cgguard.ops.release.installed import find_installed_vllm
+    from cgguard.ops.release.workarounds import find_workarounds
 
     found = [d for d in find_installed_vllm() if d.imported]
     if not found:
