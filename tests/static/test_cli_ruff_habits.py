@@ -145,6 +145,7 @@ def test_add_noqa_silences_every_finding_and_changes_only_comments(tmp_path):
     write(tmp_path, {"multi.py": multi})
     crlf = CGG001_SOURCE.replace("min_blocks = ", "min_blocks = (  # sized per token\n        ", 1)
     crlf = crlf.replace(" or 1\n", " or 1\n        )  # noqa: E501\n", 1).replace("\n", "\r\n")
+    crlf = "\x0c\r\n" + crlf  # a form feed: no line break for Python, nor for the line numbers
     (tmp_path / "crlf.py").write_bytes(crlf.encode())
     before = {p.name: p.read_bytes() for p in tmp_path.glob("*.py")}
     assert _cgguard("check", "--isolated", "crlf.py", cwd=tmp_path).returncode == 1

@@ -22,6 +22,7 @@ import tokenize
 import click
 
 from cgguard.static.source.findings import Finding
+from cgguard.static.source.sourcetext import split_lines
 from cgguard.static.workflow.names import one_line
 from cgguard.static.workflow.suppressions import CODE_LIST, NOQA, filter_suppressed
 
@@ -82,7 +83,7 @@ def with_noqa(text: str, findings: list[Finding]) -> tuple[str, int]:
     wanted: dict[int, set[str]] = {}
     for f in findings:
         wanted.setdefault(ends.get(f.line, f.end_line), set()).add(f.code)
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)  # numbered as the tokenizer numbers them (a form feed is no break)
     for number, codes in wanted.items():
         lines[number - 1] = _with_directive(lines[number - 1], comments.get(number), sorted(codes))
     new_text = "".join(lines)
