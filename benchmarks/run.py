@@ -89,7 +89,7 @@ NOPARSE_FILES = 20
 # these is settled on its bytes, never parsed.
 CAPTURE_NEEDLES = (b"capture_size", b"batch_sizes")
 # Bump when the layout of the work folder changes: older work folders are rebuilt.
-CORPUS_LAYOUT = "4 (fork/, fork-fixed/)"
+CORPUS_LAYOUT = "5 (fork/, fork-fixed/, tree-fixed/)"
 # The project corpus: the runner's profiling count comes from this helper,
 # planted at the end of the module beside the runner (vLLM's ``v1/worker/utils.py``);
 # its second function uses it as a per-token size, so not every use is a block count
@@ -182,6 +182,7 @@ class Corpora:
     project_plain: Path  # a file of that project with nothing to parse
     fork: Path  # the buggy tree as a fork's checkout: <fork>/<package>/, .git and pyproject.toml
     fork_fixed: Path  # the original (fixed) tree as a fork's checkout
+    fixed_package: Path  # the original tree as a package: a folder no module name can hold
     large_silent: Path  # one large generated module with nothing to report (largesilent.py)
     files: int
     lines: int
@@ -214,13 +215,13 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
     runner_dir, noparse, plugin = work / "runner", work / "noparse", work / "plugin"
     project = work / "project"
     project_runner = project / source.name / runner_rel
-    fork, fork_fixed = work / "fork", work / "fork-fixed"
+    fork, fork_fixed, fixed_package = work / "fork", work / "fork-fixed", work / "tree-fixed"
     fingerprint = _fingerprint(source, files)
     fresh = stamp.is_file() and stamp.read_text() == fingerprint
     if not fresh:
         _log(f"building corpora from {source} ({len(files)} files) in {work}")
         stamp.unlink(missing_ok=True)
-        for d in (tree, buggy, runner_dir, noparse, plugin, project, fork, fork_fixed):
+        for d in (tree, buggy, runner_dir, noparse, plugin, project, fork, fork_fixed, fixed_package):
             shutil.rmtree(d, ignore_errors=True)
         for f in files:
             dest = tree / f.relative_to(source)
@@ -236,6 +237,9 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         (work / "project.plain").write_text(_build_project(buggy, project, source.name, runner_rel))
         _build_fork(buggy, fork, source.name)
         _build_fork(tree, fork_fixed, source.name)
+        # ``tree/`` sits in the work folder's project under a name a module can have
+        # (``tree.vllm...``): the package rows use folders whose names no module can have.
+        shutil.copytree(tree, fixed_package)
         stamp.write_text(fingerprint)
     lines = sum(_count_lines(f) for f in _source_files(buggy))
     runner = runner_dir / Path(runner_rel).name
@@ -253,6 +257,7 @@ def build_corpora(source: Path, work: Path, runner_rel: str) -> Corpora:
         project_plain=project / _read(work / "project.plain"),
         fork=fork,
         fork_fixed=fork_fixed,
+        fixed_package=fixed_package,
         large_silent=large_silent,
         files=len(files),
         lines=lines,
@@ -847,7 +852,8 @@ def fork_rows(
                         [*cg, "fix", str(fix_package / package)], count_fixed, files_cgguard, env=env,
                         prepare=fresh_tree(c.buggy, fix_package / package), versus="cg_tree_fix"))
         rows.append(Row("cg_fixed", "cgguard check, the fixed tree (no bug planted) as a package", "fork",
-                        [*cg, "check", str(c.tree)], count_cgguard, files_cgguard, env=env, versus="cg_fixed"))
+                        [*cg, "check", str(c.fixed_package)], count_cgguard, files_cgguard, env=env,
+                        versus="cg_fixed"))
     rows += [
         Row(f"{key}_fork", f"{name} check, whole tree {FORK}", "fork", [*cg, "check", str(c.fork)],
             count_cgguard, files_cgguard, cwd=cwd, env=env, versus="cg_tree", target=ratio),
