@@ -56,12 +56,12 @@ BUG = (
 _IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$", re.M)
 
 
-def _libcst_imports(folder: Path, *, jobs: str | None = None) -> int:
+def _libcst_imports(folder: Path, *, jobs: str | None = None, command: str = "check") -> int:
     """How many times a run over ``folder`` imported libcst, counting every process."""
     env = {"PYTHONPROFILEIMPORTTIME": "1"}
     if jobs is not None:
         env["CGGUARD_JOBS"] = jobs
-    proc = run_cgguard("check", "--isolated", ".", cwd=folder, env=env, timeout=120)
+    proc = run_cgguard(command, "--isolated", ".", cwd=folder, env=env, timeout=120)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     modules = _IMPORTED.findall(proc.stderr)
     assert "cgguard.cli" in modules, proc.stderr[-2000:]  # the report is there to read
@@ -168,3 +168,53 @@ def test_a_fork_checkout_of_the_fixed_release_never_imports_libcst(vllm_dir: Pat
     shutil.copytree(vllm_dir, tmp_path / "vllm", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
     assert not _imports_libcst(tmp_path)
+
+
+# A fork's checkout (.git and pyproject.toml at its top): a module naming the capture size,
+# and many files that import it and name block counts but use nothing that carries one.
+FORK_CONFIG = (
+    "def graph_blocks(compilation_config) -> int:\n"
+    "    return compilation_config.max_cudagraph_capture_size or 1\n\n\n"
+    "class GraphSizes:\n"
+    "    def _init_graph_sizes(self, vllm_config) -> None:\n"
+    "        self.max_graph = vllm_config.compilation_config.max_cudagraph_capture_size\n\n\n"
+    "LIMIT = 8\n"
+)
+FORK_BYSTANDER = (
+    "from fork.config import GraphSizes, LIMIT\n\n\n"
+    "class Pool(GraphSizes):\n"
+    "    def blocks(self, num_blocks: int) -> int:\n"
+    "        return min(num_blocks, LIMIT)\n"
+)
+FORK_USER = (
+    "from fork.config import graph_blocks\n\n\n"
+    "def profile(cache_config, compilation_config, max_num_reqs):\n"
+    "    n = min(max_num_reqs, graph_blocks(compilation_config))\n"
+    "    cache_config.num_gpu_blocks_override = n\n"
+)
+
+
+def _fork(folder: Path, *, finding: bool) -> Path:
+    (folder / ".git").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    pkg = _write(folder / "fork", {"__init__": "", "config": FORK_CONFIG, "user": FORK_USER})
+    _write(pkg, {f"bystander_{i:02d}": FORK_BYSTANDER for i in range(40)})
+    if finding:
+        (pkg / "runner.py").write_text(
+            "from fork.config import GraphSizes\n\n\n"
+            "class Runner(GraphSizes):\n"
+            "    def profile(self):\n"
+            "        min_blocks = self.max_graph or 1\n"
+            "        self.cache_config.num_gpu_blocks_override = min_blocks\n"
+        )
+    return folder
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_fork_checkout_imports_libcst_only_for_a_file_with_a_finding(tmp_path: Path, command: str) -> None:
+    """In a fork's checkout every file that imports the module naming the capture size and
+    names a block count is a candidate; none of them has a finding (the helper's use is
+    bounded, the members are not used), so neither check nor fix imports libcst. One runner
+    with a finding makes both import it, once."""
+    assert _libcst_imports(_fork(tmp_path / "clean", finding=False), command=command) == 0
+    assert _libcst_imports(_fork(tmp_path / "one", finding=True), command=command) == 1
