@@ -537,8 +537,8 @@ def check(
 
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
     """
+    from cgguard.static.driver import unusednoqa
     from cgguard.static.driver.run import check_paths, check_text
-    from cgguard.static.workflow import unusednoqa
     from cgguard.static.workflow.formats import STATISTICS_FORMATS, Sources
     from cgguard.static.workflow.selection import make_filter
 

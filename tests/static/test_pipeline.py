@@ -34,6 +34,8 @@ STAGES: list[tuple[str, set[str]]] = [
     ("check", {"check"}),
     ("fix", {"fixer"}),
     ("run", {"run"}),
+    # CGG100 judges each directive against a run of the rules without suppressions.
+    ("unused suppressions", {"unusednoqa"}),
 ]
 STAGE_OF = {module: i for i, (_, modules) in enumerate(STAGES) for module in modules}
 

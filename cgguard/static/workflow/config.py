@@ -190,7 +190,7 @@ def settings_from_table(table: dict, where: str, *, source: str | None, root: st
 
 def _known_codes() -> tuple[str, ...]:
     from cgguard.static.workflow.ruledocs import all_rules
-    from cgguard.static.workflow.unusednoqa import CODE as UNUSED_NOQA
+    from cgguard.static.workflow.suppressions import UNUSED_NOQA
 
     try:
         return (*(r.code for r in all_rules()), UNUSED_NOQA)

@@ -209,7 +209,7 @@ def all_rules() -> list[RuleDoc]:
 
 def workflow_rules() -> list[RuleDoc]:
     """Codes the workflow reports itself, outside the data flow's rules and without cases:
-    CGG100 (:mod:`.unusednoqa`). Their pages sit beside this module."""
+    CGG100 (:mod:`cgguard.static.driver.unusednoqa`). Their pages sit beside this module."""
     folder = Path(__file__).resolve().with_name("rulepages")
     return [_parse(folder, name) for name in sorted(os.listdir(folder)) if name.endswith(".md")]
 

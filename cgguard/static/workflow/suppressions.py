@@ -20,6 +20,9 @@ import tokenize
 
 from cgguard.static.source.findings import Finding
 
+# The unused-suppression report (ruff's RUF100), made by driver/unusednoqa.py.
+UNUSED_NOQA = "CGG100"
+
 ALL = None  # a directive that names no codes
 
 # "noqa" must end the word: "noqa-like" or "noqazz" is not a directive. After a colon
