@@ -7,7 +7,7 @@ reference takes the pieces the class hands to vLLM from the functions it calls:
 ``Qwen3_5ForConditionalGenerationConfig.verify_and_update_config`` (the state dtype
 from ``mamba_ssm_dtype``), ``MambaStateShapeCalculator.gated_delta_net_state_shape`` and
 ``MambaStateDtypeCalculator.gated_delta_net_state_dtype`` over the Hugging Face config
-transformers parses. Then the release's own ``get_kv_cache_groups`` and
+the release's own config reader parses. Then the release's own ``get_kv_cache_groups`` and
 ``get_kv_cache_config_from_groups`` build the profiling cache of 512 blocks, with
 the block size of the real log of this model (2096 tokens, fp8), the attention page
 padding the state's as vLLM pads it, and FlashAttention's layout (NHD) standing in
@@ -30,25 +30,28 @@ BLOCK_SIZE, BLOCKS = 2096, 512
 
 def _release_profiling_cache_bytes(folder, tiny_llama) -> tuple[int, list[int]]:
     import torch
-    from transformers import AutoConfig
     from vllm.config import CacheConfig, ModelConfig, VllmConfig
     from vllm.model_executor.layers.mamba.mamba_utils import (
         MambaStateDtypeCalculator,
         MambaStateShapeCalculator,
     )
     from vllm.model_executor.models.config import MODELS_CONFIG_MAP
+    from vllm.transformers_utils.config import get_config
     from vllm.v1.core.kv_cache_utils import get_kv_cache_config_from_groups, get_kv_cache_groups
     from vllm.v1.kv_cache_interface import FullAttentionSpec, MambaSpec
 
-    hf = AutoConfig.from_pretrained(folder)
+    # The release's own reader: 0.18.0's transformers (4.57) has no qwen3_5_moe, and
+    # vLLM registers its own config class for it.
+    hf = get_config(folder, trust_remote_code=False)
     text = hf.get_text_config()
     context = ModelConfig(
         model=str(tiny_llama), skip_tokenizer_init=True, dtype="bfloat16", max_model_len=128
     )
-    vllm_config = VllmConfig(
-        model_config=context, cache_config=CacheConfig(block_size=16, cache_dtype="fp8")
-    )
+    vllm_config = VllmConfig(model_config=context, cache_config=CacheConfig(block_size=16))
     cache = vllm_config.cache_config
+    # fp8 as the log's GPU ran it, set after the CPU platform's checks (0.18.0's refuses an
+    # fp8 cache beside prefix caching): the attention spec below carries the dtype itself.
+    cache.cache_dtype = "fp8"
     cache.mamba_ssm_cache_dtype = "auto"  # a GPU's default (the CPU platform may reset it)
     if hasattr(cache, "kv_cache_layout"):
         cache.kv_cache_layout = "NHD"
@@ -91,12 +94,14 @@ def _release_profiling_cache_bytes(folder, tiny_llama) -> tuple[int, list[int]]:
     cache.num_gpu_blocks_override = BLOCKS  # what the affected releases' profiling call sets
     config = get_kv_cache_config_from_groups(vllm_config, groups, available_memory=0)
     assert config.num_blocks == BLOCKS
-    # The pools alias one allocation from byte 0 (0.32.0) or are one tensor each (0.25.0):
-    # the allocation is the end of the furthest one.
+    # 0.32.0's tensors name their `layers` and alias one allocation from byte 0: the
+    # allocation is the end of the furthest one. The affected releases' tensors (`shared_by`)
+    # are one allocation each (0.25.0's `offset` stays 0 outside a packed layout).
+    tensors = config.kv_cache_tensors
     total = (
-        max(t.offset + t.size for t in config.kv_cache_tensors)
-        if hasattr(config.kv_cache_tensors[0], "offset")
-        else sum(t.size for t in config.kv_cache_tensors)
+        max(t.offset + t.size for t in tensors)
+        if hasattr(tensors[0], "layers")
+        else sum(t.size for t in tensors)
     )
     return total, [len(g.layer_names) for g in groups]
 

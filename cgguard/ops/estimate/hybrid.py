@@ -80,7 +80,14 @@ def hybrid_answer(
         try:
             probed = hybrid_block_size(model_dir, model_dtype, kv_cache_dtype)
         except ProbeError as exc:
-            return _ask(f"block size not computed ({exc})")
+            # The installed release cannot build this model here (the Qwen3.5 classes'
+            # module needs torchvision, which a CPU install may lack): where the fields
+            # give the block size as this release computes it, use them and say why.
+            if read is not None and ".".join(map(str, ctx.release)) == RELEASE:
+                return _from_fields(
+                    read, f"the installed vLLM {ctx.version} could not compute it: {exc}"
+                )
+            return _ask_with(read, f"block size not computed ({exc})")
         if probed is None:
             return _ask("no vLLM to compute the block size")
         return HybridAnswer(
@@ -108,6 +115,23 @@ def hybrid_answer(
         )
     except (NotCovered, ConfigError) as exc:
         return _ask(f"{enlarges}, vLLM {RELEASE} is not installed here to compute it, and {exc}")
+    return _from_fields(fields, f"vLLM {RELEASE} is not installed here")
+
+
+def _ask_with(read: FieldsBlock | None, why: str) -> HybridAnswer:
+    """No block size, but the layers of each kind where the fields give them."""
+    asked = _ask(why)
+    if read is None:
+        return asked
+    return HybridAnswer(
+        asked.note,
+        None,
+        attention_layers=read.attention_layers,
+        state_layers=read.state_layers,
+    )
+
+
+def _from_fields(fields: FieldsBlock, why: str) -> HybridAnswer:
     how = f"cgguard's reading of config.json's fields, as vLLM {RELEASE} computes it"
     return HybridAnswer(
         _found(fields.block_size, how),
@@ -117,7 +141,7 @@ def hybrid_answer(
         fields.attention_layers,
         fields.attention_bytes_per_token,
         f"{fields.state}; Platform._align_hybrid_block_size's rounding",
-        f"block size {fields.block_size}: {how} (vLLM {RELEASE} is not installed here; {fields.state}, "
+        f"block size {fields.block_size}: {how} ({why}; {fields.state}, "
         f"one Mamba state is {fields.mamba_page_bytes:,} bytes), {STAND_INS}",
         state_layers=fields.state_layers,
     )
