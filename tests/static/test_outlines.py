@@ -114,3 +114,30 @@ def test_bases_are_followed_through_modules_that_name_no_source(tmp_path: Path) 
     assert found == {(middle, "Middle"), (sizes, "Sizes"), (other, "Other")}
     # Only the class of the module naming a source lends its members.
     assert [p for p, _ in found if outlines.names_source(p)] == [sizes]
+
+
+def test_import_statements_are_told_from_words_holding_import() -> None:
+    """A word that holds ``import`` (``imports``, ``important``, ``reimport``) or an
+    ``import`` that ends its line starts no statement; every statement is still found."""
+    from cgguard.static.core.modulefiles import import_spans
+
+    text = (
+        "# imports, important, reimport x\n"
+        "important = 1\n"
+        "x.import_\n"
+        "def reimport(): pass\n"
+        "import\n"
+        "import os\n"
+        "from a import(b)\n"
+        "if x: import c; from d import e\n"
+        "from f import \\\n"
+        "    g\n"
+    )
+    found = [(head, rest.strip()) for _, _, head, rest in import_spans(text)]
+    assert found == [
+        ("", "os"),
+        ("from a", "(b)"),
+        ("", "c"),
+        ("from d", "e"),
+        ("from f", "\\\n    g"),
+    ]

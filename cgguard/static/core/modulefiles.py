@@ -18,6 +18,7 @@ class ModuleFiles:
     def __init__(self, root: str | None):
         self.root = root
         self.files: dict[str, str | None] = {}
+        self.dotted: dict[str, str | None] = {}  # a file's dotted name, by its absolute path
         self._tops: frozenset[str] | None = None
         self._import_of_top: tuple[re.Pattern[bytes], ...] | None = None
 
@@ -78,7 +79,15 @@ class ModuleFiles:
         return found
 
     def dotted_of(self, path: str) -> str | None:
-        """The dotted name of the module at ``path`` (absolute), or None outside the project."""
+        """The dotted name of the module at ``path`` (absolute), or None outside the project.
+        Each path is worked out once a run: the outlines and the core ask again for every
+        module they read."""
+        found = self.dotted.get(path, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self.dotted[path] = self._dotted_of(path)
+        return found  # type: ignore[return-value]
+
+    def _dotted_of(self, path: str) -> str | None:
         if self.root is None:
             return None
         for base in (os.path.join(self.root, "src"), self.root):
@@ -106,6 +115,8 @@ def _imports_of(tops: list[str]) -> tuple[re.Pattern[bytes], ...]:
         re.compile(rb"import[ \t(][^\n]*?\b(?:%s)\b" % names),
     )
 
+
+_UNKNOWN = object()
 
 # A relative import, and a line continued by a backslash, whatever the project.
 _RELATIVE = re.compile(rb"from[ \t]+\.")
@@ -150,6 +161,11 @@ def import_spans(text: str) -> Iterator[tuple[int, int, str, str]]:
     the ``)`` that closes its names (a comment inside may hold another)."""
     at = text.find("import")
     while at != -1:
+        if text[at + 6 : at + 7] not in _AFTER_IMPORT:
+            # ``imports``, ``important``, ``import`` ending a line: no statement (asked
+            # before the line is cut out: many of the word's occurrences are such)
+            at = text.find("import", at + 6)
+            continue
         start = text.rfind("\n", 0, at) + 1
         lead = text[start:at]
         cut = max(lead.rfind(":"), lead.rfind(";"))
@@ -177,6 +193,9 @@ def import_spans(text: str) -> Iterator[tuple[int, int, str, str]]:
                     end = at + 6 + semicolon
             yield start + len(lead) - len(lead.lstrip()), end, head, rest
         at = text.find("import", at + 6)
+
+
+_AFTER_IMPORT = (" ", "\t", "(")
 
 
 def _uncommented(line: str) -> str:

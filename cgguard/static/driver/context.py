@@ -26,6 +26,9 @@ class RunContext:
         self.programs: dict[str | None, Program] = {}
         # (project root, an import's (module, name)) -> whether it may bring a count
         self.lends: dict[tuple[str | None, tuple[str, str | None]], bool] = {}
+        # (project root, a module's dotted name) -> whether its text names a source: asked
+        # once per module, not once per name imported from it
+        self.sourced: dict[tuple[str | None, str], bool] = {}
 
     def program(self, root: str | None) -> Program:
         found = self.programs.get(root)
@@ -44,6 +47,7 @@ class RunContext:
         if program is not None:
             program.forget_file(path)
         self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
+        self.sourced = {k: v for k, v in self.sourced.items() if k[0] != root}
 
     def module_files(self, root: str | None) -> ModuleFiles:
         found = self.paths.get(root)
@@ -99,6 +103,8 @@ class RunContext:
                     words = program.outline_words(key, text, {local: spec})
                     if any(holds_word(code, w) for w in words):
                         return True
+        if not any(outline.classes.values()):
+            return False  # no class with a base: none to take a member from
         return any(holds_word(code, w) for w in program.outline_words(key, text))
 
     def _may_lend(self, program: Program, spec: tuple[str, str | None]) -> bool:
@@ -107,10 +113,16 @@ class RunContext:
         found = self.lends.get((program.root, spec))
         if found is None:
             module, attr = spec
-            found = program.may_name_a_source(module)
+            found = self._names_a_source(program, module)
             if not found and attr is not None:
                 file = program.module_file(module)
                 if file is None or file.endswith("__init__.py"):  # a package's module
-                    found = program.may_name_a_source(f"{module}.{attr}")
+                    found = self._names_a_source(program, f"{module}.{attr}")
             self.lends[program.root, spec] = found
+        return found
+
+    def _names_a_source(self, program: Program, module: str) -> bool:
+        found = self.sourced.get((program.root, module))
+        if found is None:
+            found = self.sourced[program.root, module] = program.may_name_a_source(module)
         return found
