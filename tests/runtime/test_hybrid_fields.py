@@ -113,7 +113,7 @@ CASES = [(tp, spec) for tp in (1, 2) for spec in (0, 2)]
 AVX512_BF16 = {"no": "False", "yes": "True"}
 
 REFERENCE = r"""
-import json, logging, sys, types
+import copy, json, logging, sys, types
 logging.disable(logging.CRITICAL)
 import torch
 # The CPU platform's decision on the SSM state dtype follows this probe (module docstring).
@@ -135,18 +135,23 @@ except (AttributeError, ImportError):
     align = None
 out = {}
 for name, folder in json.loads(sys.argv[1]).items():
+    # One VllmConfig per config (building one is most of the cost); each case starts from a
+    # copy of the cache settings it built, since the alignment step below rewrites them.
+    try:
+        mc = ModelConfig(model=folder, skip_tokenizer_init=True, dtype="auto", max_model_len=256)
+        vc = VllmConfig(model_config=mc, cache_config=CacheConfig(block_size=16))
+        built_cache = copy.deepcopy(vc.cache_config)
+    except Exception as exc:
+        for tp, spec in json.loads(sys.argv[2]):
+            out[f"{name}/{tp}/{spec}"] = {"error": f"{type(exc).__name__}: {exc}"}
+        continue
     for tp, spec in json.loads(sys.argv[2]):
         key = f"{name}/{tp}/{spec}"
-        try:
-            mc = ModelConfig(model=folder, skip_tokenizer_init=True, dtype="auto", max_model_len=256)
-            vc = VllmConfig(model_config=mc, cache_config=CacheConfig(block_size=16))
-        except Exception as exc:
-            out[key] = {"error": f"{type(exc).__name__}: {exc}"}
-            continue
+        object.__setattr__(vc, "cache_config", copy.deepcopy(built_cache))
         vc.parallel_config.tensor_parallel_size = tp
-        if spec:  # stand-in for a SpeculativeConfig (module docstring)
-            object.__setattr__(vc, "speculative_config",
-                               types.SimpleNamespace(method="mtp", num_speculative_tokens=spec))
+        # stand-in for a SpeculativeConfig (module docstring)
+        object.__setattr__(vc, "speculative_config",
+                           types.SimpleNamespace(method="mtp", num_speculative_tokens=spec) if spec else None)
         cache = vc.cache_config
         cache.block_size = 16
         cache.mamba_cache_mode = "none"
