@@ -1,30 +1,42 @@
 """Fixit and the codemod honour cgguard's settings and suppressions.
 
-A tree holds every rule case plus a file with suppression comments, under one
-settings file; the real ``fixit lint``, ``fixit fix --automatic`` and
-``python -m libcst.tool codemod`` must report what ``cgguard check`` reports and
+A tree holds rule cases of every kind of finding (:func:`tests.ecosystem.tools.cases_of_every_kind`) plus a file with suppression comments,
+under one settings file; Fixit's ``fix --automatic`` (which prints what ``fixit lint``
+prints) and libcst's codemod command must report what ``cgguard check`` reports and
 write what ``cgguard fix`` writes on an identical copy, for each setting.
+
+One root holds a tree per setting (``root/<setting>/``): each tool runs once over the
+root (Fixit and the codemod from the root, so each file's settings come from its own
+tree: the tools run from elsewhere), and each test reads its setting's part of the
+output; cgguard runs in each tree, as a user would there. The command lines themselves
+run in the tests of a bad settings file, of ``# lint-ignore`` and of excludes.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from cgguard.static.workflow.ruledocs import all_rules
 from tests.conftest import run_cgguard
 from tests.ecosystem.tools import (
     CODEMOD,
     FIXIT_RULES,
+    Finding,
+    case_file_name,
+    cases_of_every_kind,
     cgguard_findings,
     codemod,
+    codemod_in_process,
     files,
+    files_part,
     fixit_findings,
-    fixit_findings_and_autofix,
     fixit_fix,
+    fixit_in_process,
+    part,
     run_python,
 )
 
@@ -70,11 +82,23 @@ SETTINGS = {
 }
 
 
+# How many rule cases of each kind of finding a tree holds.
+PER_KIND = 2
+
+
+# The settings and suppressions act on a finding's path, code, fix applicability and line,
+# after the core has run: cases of every such kind show each setting's effect on the
+# adapters' reports and fixes. That Fixit and the codemod agree with cgguard on every rule
+# case is test_fixit_and_codemod's (Fixit takes tens of milliseconds a file: every case
+# under each of eight settings took minutes).
+_PLANTED = cases_of_every_kind(PER_KIND)
+
+
 def _tree(folder: Path, setting: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    for rule in all_rules():
-        for case in rule.cases():
-            (folder / f"{rule.code}_{case.kind}_{case.name}.py").write_text(case.source(), encoding="utf-8")
+    for picked in _PLANTED.values():
+        for code, case in picked:
+            (folder / case_file_name(code, case)).write_text(case.source(), encoding="utf-8")
     (folder / "suppressed.py").write_text(SUPPRESSED, encoding="utf-8")
     (folder / "legacy").mkdir()
     (folder / "legacy" / "old_runner.py").write_text(SUPPRESSED, encoding="utf-8")
@@ -84,31 +108,62 @@ def _tree(folder: Path, setting: str) -> Path:
     return folder
 
 
+def test_the_trees_hold_every_kind_of_finding() -> None:
+    """Both rules, flagged and silent cases, and fixes of each applicability (and none)."""
+    kinds = {(code, applicability) for _, _, found in _PLANTED for code, applicability in found}
+    assert {("CGG001", "safe"), ("CGG001", "unsafe"), ("CGG001", ""), ("CGG002", "display-only")} <= kinds
+    assert {(rule, kind) for rule, kind, _ in _PLANTED} == {(r, k) for r in ("CGG001", "CGG002") for k in ("flagged", "silent")}
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Each tool's run over the root of one tree per setting."""
+
+    original: Path  # root/<setting>/ as written
+    reported: dict[str, list[dict]]  # `cgguard check --format json .` in each tree
+    by_cgguard: dict[str, bytes]  # the root's files after `cgguard fix .` in each tree
+    by_fixit: set[tuple[Finding, bool]]  # what `fixit fix --automatic .` printed from the root
+    fixed_by_fixit: dict[str, bytes]
+    fixed_by_codemod: dict[str, bytes]  # after the codemod command, run from the root
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Runs:
+    base = tmp_path_factory.mktemp("settings")
+    original = base / "original"
+    for setting in SETTINGS:
+        _tree(original / setting, setting)
+    reported = {setting: _check_json(original / setting) for setting in SETTINGS}
+    fixed = base / "cgguard"
+    shutil.copytree(original, fixed)
+    for setting in SETTINGS:
+        result = run_cgguard("fix", ".", cwd=fixed / setting)
+        assert result.returncode in (0, 1), result.stderr
+    by_fixit, by_codemod = base / "fixit", base / "codemod"
+    shutil.copytree(original, by_fixit)
+    shutil.copytree(original, by_codemod)
+    found = fixit_in_process(by_fixit).found
+    codemod_in_process(by_codemod)
+    return Runs(original, reported, files(fixed), found, files(by_fixit), files(by_codemod))
+
+
 @pytest.mark.parametrize("setting", list(SETTINGS))
-def test_same_findings_and_bytes_as_cgguard(setting: str, tmp_path: Path) -> None:
-    original = _tree(tmp_path / "original", setting)
-    reported = _check_json(original)
+def test_same_findings_and_bytes_as_cgguard(setting: str, runs: Runs) -> None:
+    reported = runs.reported[setting]
     expected = {(f["path"], f["line"], f["column"], f["code"], f["message"]) for f in reported}
     assert expected, "the tree must leave something to report"
 
-    # Fixit lint: the same findings, and "has autofix" exactly where cgguard fix would fix.
-    by_fixit = fixit_findings_and_autofix(original)
+    # Fixit: the same findings, and "has autofix" exactly where cgguard fix would fix.
+    by_fixit = part(runs.by_fixit, setting)
     assert {f for f, _ in by_fixit} == expected
     unsafe_on = "unsafe-fixes = true" in (SETTINGS[setting] or ("", ""))[1]
     wanted = {(f["path"], f["line"], f["code"]) for f in reported if _applied(f["fix"], unsafe_on)}
     assert {(f[0], f[1], f[3]) for f, autofix in by_fixit if autofix} == wanted
 
-    fixed = tmp_path / "cgguard"
-    shutil.copytree(original, fixed)
-    result = run_cgguard("fix", ".", cwd=fixed)
-    assert result.returncode in (0, 1), result.stderr
-    after_cgguard = files(fixed)
-    assert after_cgguard != files(original) or not wanted
-    for tool, run in (("fixit", fixit_fix), ("codemod", codemod)):
-        work = tmp_path / tool
-        shutil.copytree(original, work)
-        run(work)
-        assert files(work) == after_cgguard, tool
+    after_cgguard = files_part(runs.by_cgguard, setting)
+    assert after_cgguard != files(runs.original / setting) or not wanted
+    for tool, after in (("fixit", runs.fixed_by_fixit), ("codemod", runs.fixed_by_codemod)):
+        assert files_part(after, setting) == after_cgguard, tool
 
 
 def _check_json(folder: Path) -> list[dict]:
@@ -121,38 +176,33 @@ def _applied(fix: dict | None, unsafe_on: bool) -> bool:
     return fix is not None and (fix["applicability"] == "safe" or (unsafe_on and fix["applicability"] == "unsafe"))
 
 
-def test_suppressed_lines_are_left_alone(tmp_path: Path) -> None:
+def test_suppressed_lines_are_left_alone(runs: Runs) -> None:
     """The issue's report as it was: `# noqa: CGG001` and `# cgguard: ignore[CGG001]`
     lines rewritten by Fixit and the codemod, CGG002 reported under `ignore`."""
-    tree = _tree(tmp_path / "t", "ignore")
-    source = (tree / "suppressed.py").read_text()
-    assert {(f[0], f[1], f[3]) for f in fixit_findings(tree) if f[0] == "suppressed.py"} == {("suppressed.py", 9, "CGG001")}
-    for tool, run in (("fixit", fixit_fix), ("codemod", codemod)):
-        work = tmp_path / tool
-        shutil.copytree(tree, work)
-        run(work)
-        after = (work / "suppressed.py").read_text()
+    source = (runs.original / "ignore" / "suppressed.py").read_text()
+    found = part(runs.by_fixit, "ignore")
+    assert {(f[0], f[1], f[3]) for f, _ in found if f[0] == "suppressed.py"} == {("suppressed.py", 9, "CGG001")}
+    for tool, fixed in (("fixit", runs.fixed_by_fixit), ("codemod", runs.fixed_by_codemod)):
+        after = fixed["ignore/suppressed.py"].decode("utf-8")
         for line in source.splitlines():
             if "noqa" in line or "ignore[" in line:
                 assert line in after.splitlines(), (tool, line)
         assert "min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size)" in after, tool
 
 
-def test_unsafe_fixes_only_with_the_setting(tmp_path: Path) -> None:
+def test_unsafe_fixes_only_with_the_setting(runs: Runs) -> None:
     """An unsafe fix: Fixit shows no autofix and neither tool applies it by default; with
     `unsafe-fixes = true` both apply it, as `cgguard fix` does."""
     for setting, applied in (("defaults", False), ("unsafe-fixes", True)):
-        tree = _tree(tmp_path / setting, setting)
-        names = {f["path"] for f in _check_json(tree) if f["fix"] and f["fix"]["applicability"] == "unsafe"}
+        names = {f["path"] for f in runs.reported[setting] if f["fix"] and f["fix"]["applicability"] == "unsafe"}
         assert names, "some rule case must carry an unsafe fix"
-        autofix = {f[0]: a for f, a in fixit_findings_and_autofix(tree) if f[0] in names}
+        autofix = {f[0]: a for f, a in part(runs.by_fixit, setting) if f[0] in names}
         assert set(autofix) == names and all(a is applied for a in autofix.values()), (setting, autofix)
-        for tool, run in (("fixit", fixit_fix), ("codemod", codemod)):
-            work = tmp_path / f"{setting}-{tool}"
-            shutil.copytree(tree, work)
-            run(work)
+        before = files(runs.original / setting)
+        for tool, fixed in (("fixit", runs.fixed_by_fixit), ("codemod", runs.fixed_by_codemod)):
+            after = files_part(fixed, setting)
             for name in names:
-                assert ((work / name).read_bytes() != (tree / name).read_bytes()) is applied, (setting, tool, name)
+                assert (after[name] != before[name]) is applied, (setting, tool, name)
 
 
 def test_fixit_lint_ignore_still_works(tmp_path: Path) -> None:
@@ -170,13 +220,13 @@ def test_fixit_lint_ignore_still_works(tmp_path: Path) -> None:
     assert (tmp_path / "runner.py").read_bytes() == before
 
 
-def test_settings_of_the_files_own_folder(tmp_path: Path) -> None:
+def test_settings_of_the_files_own_folder(runs: Runs) -> None:
     """Each file gets the settings `cgguard check FILE` would use: those of the nearest
-    settings file above it, also when the tools are run from elsewhere."""
-    project = _tree(tmp_path / "project", "ignore")
-    expected = {(f"project/{p}", *rest) for p, *rest in cgguard_findings(project)}
-    assert all(code != "CGG002" for *_, code, _ in expected)
-    assert fixit_findings(tmp_path) == expected
+    settings file above it, also when the tools are run from elsewhere (Fixit ran from
+    the root above each setting's tree)."""
+    expected = {(f"ignore/{f['path']}", f["line"], f["column"], f["code"], f["message"]) for f in runs.reported["ignore"]}
+    assert expected and all(code != "CGG002" for *_, code, _ in expected)
+    assert {f for f, _ in runs.by_fixit if f[0].startswith("ignore/")} == expected
 
 
 def test_a_bad_settings_file_fails_the_file_and_writes_nothing(tmp_path: Path) -> None:
