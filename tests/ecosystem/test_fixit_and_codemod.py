@@ -6,7 +6,7 @@ make: they must report what ``cgguard check`` reports (line, column, code and
 message) and fix files into exactly the bytes ``cgguard fix`` writes.
 
 Each tool runs once over a folder of every case (the project cases: one root of every
-project, ``root/<kind>/<name>/``) and each test reads its case's part: Fixit and the
+project, ``root/<code>/<kind>/<name>/``) and each test reads its case's part: Fixit and the
 codemod through their own command-line code in this interpreter
 (:func:`tests.ecosystem.tools.fixit_in_process`), cgguard as its CLI; the docs' commands,
 ``fixit test`` and ``[tool.fixit]`` run as users type them.
@@ -56,7 +56,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory) -> Path:
-    """Every rule case as a .py file of one folder, plus a README of what each must become."""
+    """Every rule case as a .py file of one folder."""
     folder = tmp_path_factory.mktemp("cases")
     for rule in all_rules():
         for case in rule.cases():
@@ -219,7 +219,7 @@ _EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 
 @dataclass(frozen=True)
 class Projects:
-    """Each tool's run over one root of every project case, ``root/<kind>/<name>/``."""
+    """Each tool's run over one root of every project case, ``root/<code>/<kind>/<name>/``."""
 
     checked: set[Finding]  # `cgguard check --isolated .` from the root
     by_cgguard: dict[str, bytes]  # the root's files after `cgguard fix --isolated .` there
@@ -231,7 +231,7 @@ class Projects:
 def projects(tmp_path_factory) -> Projects:
     root = tmp_path_factory.mktemp("projects") / "original"
     for case in _PROJECT_CASES:
-        case.write(root / case.kind)
+        case.write(root / case.code / case.kind)
     fixed = root.parent / "cgguard"
     shutil.copytree(root, fixed)
     result = run_cgguard("fix", "--isolated", ".", cwd=fixed)
@@ -249,7 +249,7 @@ def test_project_cases_agree_across_front_ends(case, projects: Projects) -> None
     """A helper in another module of the project (its return, or a parameter it hands to
     its return): Fixit reports what `cgguard check` reports, at the same places with the
     same messages, and Fixit's fix and the codemod write what `cgguard fix` writes."""
-    where = f"{case.kind}/{case.name}"
+    where = f"{case.code}/{case.kind}/{case.name}"
     expected = part(projects.checked, where)
     assert bool(expected) == (case.kind == "flagged"), expected
     # Each project found its own root under the shared one: its findings are the lines it marks.
