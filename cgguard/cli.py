@@ -704,7 +704,8 @@ def _fix_in_place(paths, finding_filter, settings):
     from cgguard.static.workflow.discovery import Skip
 
     run = RunResult(unsafe_fixes=settings.unsafe_fixes)
-    context = RunContext()  # what the run reads of each project, shared by its files
+    # What the run reads of each project, shared by its files; the rules it selected.
+    context = RunContext(settings.selected)
     interrupts = Interrupts()
     try:
         with interrupts:

@@ -61,6 +61,9 @@ class Hit:
     helper: object | None = None  # that helper's summary
     path: str | None = None  # the module the hit is in, where not the one analysed
     none_tested: bool = False  # the code tests the source's value for None (any alias)
+    # The rule reporting it: the driver stamps it from the configuration whose model the
+    # core ran (the core knows no rule; None: the one model's, by ``kind``).
+    rule: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -1417,6 +1420,8 @@ class ScopeFlow:
                 self.call(cur)
             elif isinstance(cur, ir.Compare):
                 self._none_test(cur)
+                if self.model.compare_sinks:
+                    self._compare_sink(cur)
             stack.extend(reversed(ir.children(cur)))
 
     def _none_test(self, node: ir.Compare) -> None:
@@ -1434,6 +1439,17 @@ class ScopeFlow:
                     name = source_name(taint.source)
                     if name is not None:
                         self.none_tested_names.add(name)
+
+    def _compare_sink(self, node: ir.Compare) -> None:
+        """``x <= n`` (any ordering, either side) where ``n`` is a comparison sink of the
+        model: ``x`` reaches it when it carries a count."""
+        if len(node.ops) != 1 or node.ops[0] not in ("<", "<=", ">", ">="):
+            return
+        left, right = node.left, node.comparators[0]
+        for value, other in ((left, right), (right, left)):
+            named = self.model.compare_sink(other)
+            if named is not None and self.taint_of(other) is None:
+                self.sink(value, sink=f"compared with {named}")
 
     def call(self, node: ir.Call) -> None:
         m = self.model

@@ -61,6 +61,11 @@ class Model:
     # Attributes of a class, in order, that give it a request count (and the count's text).
     class_requests: tuple[tuple[str, str], ...]
     runner_classes: re.Pattern[str]  # class names that are a model runner
+    # ---- comparison sinks ----------------------------------------------------------------
+    # Names (a local, a parameter, an attribute's last name) of counts a followed value must
+    # not be ordered against: ``cap <= num_mamba_cache_blocks`` is a sink when the name is
+    # here (a count of one block per sequence compared with a token count). Empty: none.
+    compare_sinks: frozenset[str] = frozenset()
 
     # ---- questions the core asks -------------------------------------------------------
 
@@ -117,6 +122,11 @@ class Model:
     def sink_keys(self) -> frozenset[str]:
         """Keys of a dict that may become a sink once splatted into a call (the call decides)."""
         return self.store_sinks | frozenset(s.param for s in self.param_sinks)
+
+    def compare_sink(self, node: ir.Expr) -> str | None:
+        """The comparison sink named by one side of an ordering comparison, if any."""
+        name = _last_name(node)
+        return name if name in self.compare_sinks else None
 
     def placement(self, name: str) -> bool:
         return bool(self.placement_names.match(name))

@@ -15,6 +15,9 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 from cgguard.static.driver.context import RunContext
 from cgguard.static.source.findings import Finding
 
@@ -43,15 +46,20 @@ def check_source(
 
 
 class SourceLines:
-    """The lines of the module holding a hit's source, read by the run's program;
-    ``tree``: the checked file's intermediate form."""
+    """The lines of the module holding a hit's source, read by the program that made the
+    hit; ``tree``: the checked file's intermediate form."""
 
     def __init__(self, program, key: str, tree):
         self._program, self._key, self.tree = program, key, tree
+        self._programs: dict[int, object] = {}  # id(hit) -> its program, where not the first
+
+    def made_by(self, hits: list, program) -> None:
+        for hit in hits:
+            self._programs[id(hit)] = program
 
     def __call__(self, hit) -> list[str]:
         where = getattr(hit.helper, "path", None) or self._key
-        return self._program.lines_at(where)
+        return self._programs.get(id(hit), self._program).lines_at(where)  # type: ignore[attr-defined]
 
     def file_lines(self) -> list[str]:
         return self._program.lines_at(self._key)
@@ -68,25 +76,45 @@ def core_hits(
     lines. ``tree``: the file's intermediate form, or what makes it, when a front end has one
     (the Fixit rule and the codemod lower libcst's module, only for a file worth it);
     Python's parser lowers it otherwise. ``names_source``: whether the text names a source,
-    when the caller knows (None: ask)."""
-    from cgguard.static.driver.prefilter import might_match
-
+    when the caller knows (None: ask). Each configuration the run selected runs on the file
+    (lowered once); each hit carries the rule its configuration says reports it."""
     if context is None:
         context = RunContext()
     root = context.roots.of_file(path) if path else None
-    if names_source is None:
-        names_source = might_match(text)
-    if names_source:
-        if not context.may_reach_a_sink(text, path):
-            return [], None  # a source, but no sink it could reach: nothing to parse
-    elif not context.takes_a_count(text, path, root):
-        return [], None  # no source here, and nothing it uses brings a count from another
-    program = context.program(root)
-    module = program.add(path, text, tree() if callable(tree) else tree)
-    key = module.path
-    hits = [h for h in program.hits(module) if h.path is None or h.path == key]
-    hits += [h for h in program.landing_hits(module) if h.path == key]
-    return _unique(hits), SourceLines(program, key, module.tree)
+    configurations = context.configurations
+    hits: list = []
+    lines: SourceLines | None = None
+    lowered = None
+    for configuration in configurations:
+        named = configuration.might_match(text)
+        if len(configurations) == 1 and names_source is not None:
+            named = names_source
+        if named:
+            if not context.may_reach_a_sink(text, path, configuration):
+                continue  # a source, but no sink it could reach: nothing to parse
+        elif not context.takes_a_count(text, path, root, configuration):
+            continue  # no source here, and nothing it uses brings a count from another
+        program = context.program(root, configuration)
+        if lowered is None:
+            given = tree() if callable(tree) else tree
+        elif program.texts.get(os.path.abspath(path)) == text:
+            given = None  # this program read the text already
+        else:
+            given = lowered  # the form an earlier configuration's program lowered
+        module = program.add(path, text, given)
+        lowered = module.tree
+        key = module.path
+        found = [h for h in program.hits(module) if h.path is None or h.path == key]
+        found += [h for h in program.landing_hits(module) if h.path == key]
+        found = [replace(h, rule=configuration.rule_for(h.kind)) for h in found]
+        if lines is None:
+            lines = SourceLines(program, key, module.tree)
+        else:
+            lines.made_by(found, program)
+        hits += found
+    if lines is None:
+        return [], None
+    return _unique(hits), lines
 
 
 def _unique(hits: list) -> list:
@@ -94,7 +122,7 @@ def _unique(hits: list) -> list:
     out = []
     for h in hits:
         s = h.node.span
-        k = (s.line, s.col, s.end_line, s.end_col, h.kind)
+        k = (s.line, s.col, s.end_line, s.end_col, h.rule)
         if k not in seen:
             seen.add(k)
             out.append(h)

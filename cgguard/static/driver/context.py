@@ -9,43 +9,52 @@ module imported by many files is read, lowered and summarised once. Nothing is k
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cgguard.static.core.modulefiles import ModuleFiles
+from cgguard.static.driver.prefilter import mentions_sink_word
 from cgguard.static.driver.projectroot import ProjectRoots
-from cgguard.static.rules.model import mentions_sink_word
+from cgguard.static.rules.configs import CONFIGURATIONS, Configuration, selected
 
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
 
 
 class RunContext:
-    def __init__(self) -> None:
+    """``is_selected``: whether the run reports a rule code (None: every rule); only the
+    configurations with a selected code run (:func:`cgguard.static.rules.configs.selected`)."""
+
+    def __init__(self, is_selected: Callable[[str], bool] | None = None) -> None:
+        self.configurations: Sequence[Configuration] = selected(is_selected)
         self.roots = ProjectRoots()
         self.paths: dict[str | None, ModuleFiles] = {}
-        self.programs: dict[str | None, Program] = {}
-        # (project root, an import's (module, name)) -> whether it may bring a count
-        self.lends: dict[tuple[str | None, tuple[str, str | None]], bool] = {}
-        # (project root, a module's dotted name) -> whether its text names a source: asked
-        # once per module, not once per name imported from it
-        self.sourced: dict[tuple[str | None, str], bool] = {}
+        # (project root, configuration) -> its program
+        self.programs: dict[tuple[str | None, str], Program] = {}
+        # (project root, configuration, an import's (module, name)) -> whether it may bring a count
+        self.lends: dict[tuple[str | None, str, tuple[str, str | None]], bool] = {}
+        # (project root, the sources' names, a module's dotted name) -> whether its text names
+        # one: asked once per module and configuration, not once per name imported from it
+        self.sourced: dict[tuple[str | None, tuple[str, ...], str], bool] = {}
 
-    def program(self, root: str | None) -> Program:
-        found = self.programs.get(root)
+    def program(self, root: str | None, configuration: Configuration | None = None) -> Program:
+        """The program of ``configuration`` (the run's first where None) for a project root."""
+        configuration = configuration or (*self.configurations, *CONFIGURATIONS)[0]
+        found = self.programs.get((root, configuration.name))
         if found is None:
             from cgguard.static.core.program import Program
-            from cgguard.static.rules.model import model
 
-            found = self.programs[root] = Program(model(), root, paths=self.module_files(root))
+            found = Program(configuration.model(), root, paths=self.module_files(root))
+            self.programs[root, configuration.name] = found
         return found
 
     def forget(self, path: str) -> None:
         """The file at ``path`` changed, or was checked as a fixed text that is not on disk:
         what the run read of it, and every summary, is read again from the file as it is."""
         root = self.roots.of_file(path) if path else None
-        program = self.programs.get(root)
-        if program is not None:
-            program.forget_file(path)
+        for (at, _), program in self.programs.items():
+            if at == root:
+                program.forget_file(path)
         self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
         self.sourced = {k: v for k, v in self.sourced.items() if k[0] != root}
 
@@ -55,15 +64,19 @@ class RunContext:
             found = self.paths[root] = ModuleFiles(root)
         return found
 
-    def may_reach_a_sink(self, data: bytes | str, path: str) -> bool:
-        """Can the code of a file that names a source take it to a sink? Every sink of the
-        model names a sink word (:func:`.model.mentions_sink_word`). Without one, only
+    def may_reach_a_sink(
+        self, data: bytes | str, path: str, configuration: Configuration | None = None
+    ) -> bool:
+        """Can the code of a file that names a source take it to a sink (of
+        ``configuration``; of any the run selected where None)? Every sink of a
+        configuration names one of its sink words. Without one, only
         another module of its project can complete a flow: a helper the file imports (it
         allocates), or a module that imports a helper of the file (the finding lands at the
         helper's return). A file outside any project, or one no module can import (its
         path is no module name) whose bytes import none of the project's modules, has no
         finding to give, so it is not parsed."""
-        if mentions_sink_word(data):
+        chosen = self.configurations if configuration is None else (configuration,)
+        if mentions_sink_word(data, chosen):
             return True
         root = self.roots.of_file(path) if path else None
         if root is None:
@@ -74,7 +87,13 @@ class RunContext:
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
         return files.may_import(raw, path)
 
-    def takes_a_count(self, text: str, path: str, root: str | None) -> bool:
+    def takes_a_count(
+        self,
+        text: str,
+        path: str,
+        root: str | None,
+        configuration: Configuration | None = None,
+    ) -> bool:
         """Can a flow from a source reach code of ``text`` (a module of the project at
         ``root`` that names no source)? Only through a name it imports from a module naming
         a source (a helper returning a count, a class whose members carry one) or a member
@@ -84,12 +103,15 @@ class RunContext:
         instead (its import statements and class headers, read from its text:
         :mod:`cgguard.static.core.outlines`). Where the text, its import statements left
         out, holds none of them, the module cannot hold a finding, and it is not parsed.
-        The modules asked about are those a flow from a source reads anyway."""
+        The modules asked about are those a flow from a source reads anyway.
+        ``configuration``: whose sources (any the run selected where None)."""
         if root is None:
             return False
+        if configuration is None:
+            return any(self.takes_a_count(text, path, root, c) for c in self.configurations)
         from cgguard.static.core.outlines import holds_word
 
-        program = self.program(root)
+        program = self.program(root, configuration)
         key = os.path.abspath(path)
         outline = program.outlines.of_text(key, text)
         code = outline.code or ""
@@ -99,7 +121,7 @@ class RunContext:
         # function, one in ``try`` and its ``except``) is asked about both.
         for local, specs in outline.imports.items():
             for spec in dict.fromkeys(specs):
-                if self._may_lend(program, spec) and holds_word(code, local):
+                if self._may_lend(program, configuration, spec) and holds_word(code, local):
                     words = program.outline_words(key, text, {local: spec})
                     if any(holds_word(code, w) for w in words):
                         return True
@@ -107,10 +129,13 @@ class RunContext:
             return False  # no class with a base: none to take a member from
         return any(holds_word(code, w) for w in program.outline_words(key, text))
 
-    def _may_lend(self, program: Program, spec: tuple[str, str | None]) -> bool:
+    def _may_lend(
+        self, program: Program, configuration: Configuration, spec: tuple[str, str | None]
+    ) -> bool:
         """Can an import of ``spec`` bring a count: does its module, or the module it
         imports from a package, name a source (the core's own question, on their text)?"""
-        found = self.lends.get((program.root, spec))
+        key = (program.root, configuration.name, spec)
+        found = self.lends.get(key)
         if found is None:
             module, attr = spec
             found = self._names_a_source(program, module)
@@ -118,11 +143,12 @@ class RunContext:
                 file = program.module_file(module)
                 if file is None or file.endswith("__init__.py"):  # a package's module
                     found = self._names_a_source(program, f"{module}.{attr}")
-            self.lends[program.root, spec] = found
+            self.lends[key] = found
         return found
 
     def _names_a_source(self, program: Program, module: str) -> bool:
-        found = self.sourced.get((program.root, module))
+        key = (program.root, program.source_words, module)
+        found = self.sourced.get(key)
         if found is None:
-            found = self.sourced[program.root, module] = program.may_name_a_source(module)
+            found = self.sourced[key] = program.may_name_a_source(module)
         return found

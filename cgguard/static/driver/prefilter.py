@@ -1,29 +1,32 @@
 """Which files are worth parsing at all, decided on their bytes (imports nothing heavy).
 
-Every capture-size source the rules recognise (``max_cudagraph_capture_size``,
-``max_capture_size``, ``cudagraph_capture_sizes``, ``cudagraph_batch_sizes``)
-contains one of the model's needles (:data:`cgguard.static.rules.model.NEEDLES`);
-a file without any cannot have a finding. The few files that hold a needle are then
-asked for a source's whole name (:data:`cgguard.static.rules.model.SOURCE_NAMES`):
-two short needles cost half the scans of four names over every file of a tree.
+Every source a selected configuration recognises (CGG001's: ``max_cudagraph_capture_size``,
+``max_capture_size``, ``cudagraph_capture_sizes``, ``cudagraph_batch_sizes``) contains one
+of its needles (:class:`cgguard.static.rules.configs.Configuration`, derived from its
+model's sources); a file without any cannot have a finding. The few files that hold a
+needle are then asked for a source's whole name: two short needles cost half the scans of
+four names over every file of a tree.
 """
 
 from __future__ import annotations
 
-from cgguard.static.rules.model import NEEDLES as TEXT_NEEDLES
-from cgguard.static.rules.model import SOURCE_NAMES
+from collections.abc import Sequence
 
-NEEDLES = tuple(n.encode() for n in TEXT_NEEDLES)
-_SOURCE_BYTES = tuple(n.encode() for n in SOURCE_NAMES)
+from cgguard.static.rules.configs import CONFIGURATIONS, Configuration
 
-
-def has_needle(data: bytes) -> bool:
-    return any(n in data for n in NEEDLES)
+# Every configuration's needles (what a text may hold of any rule's sources).
+TEXT_NEEDLES = tuple(sorted({n for c in CONFIGURATIONS for n in c.needles}))
 
 
-def names_a_source(data: bytes) -> bool:
-    """Do the bytes hold a source's whole name (the needles first: most files hold none)?"""
-    return has_needle(data) and any(n in data for n in _SOURCE_BYTES)
+def has_needle(data: bytes, configurations: Sequence[Configuration] = CONFIGURATIONS) -> bool:
+    """Do the bytes hold a needle of a configuration (what every source's name holds)?"""
+    return any(n.encode() in data for c in configurations for n in c.needles)
+
+
+def names_a_source(data: bytes, configurations: Sequence[Configuration] = CONFIGURATIONS) -> bool:
+    """Do the bytes hold a source's whole name of a configuration (the needles first: most
+    files hold none)? ``configurations``: those the run selected (every one by default)."""
+    return any(c.names_a_source(data) for c in configurations)
 
 
 def plain_bytes(data: bytes) -> bool:
@@ -32,7 +35,14 @@ def plain_bytes(data: bytes) -> bool:
     return data.isascii() and b"\0" not in data and b"coding" not in data[:2048]
 
 
-def might_match(text: str) -> bool:
+def might_match(text: str, configurations: Sequence[Configuration] = CONFIGURATIONS) -> bool:
     """Cheap test on decoded text: can it contain anything a rule looks at (a source's
     name)?"""
-    return any(n in text for n in TEXT_NEEDLES) and any(n in text for n in SOURCE_NAMES)
+    return any(c.might_match(text) for c in configurations)
+
+
+def mentions_sink_word(
+    data: str | bytes, configurations: Sequence[Configuration] = CONFIGURATIONS
+) -> bool:
+    """May the text name a sink of a configuration (every sink names one of its words)?"""
+    return any(c.mentions_sink_word(data) for c in configurations)

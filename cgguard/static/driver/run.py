@@ -13,8 +13,7 @@ from typing import TypeVar
 
 from cgguard.static.driver.context import RunContext
 from cgguard.static.driver.fixer import fix_text
-from cgguard.static.driver.prefilter import names_a_source, plain_bytes
-from cgguard.static.rules.model import mentions_sink_word as _mentions_sink_word
+from cgguard.static.driver.prefilter import mentions_sink_word, names_a_source, plain_bytes
 from cgguard.static.source import sourcefile
 from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip, discover
@@ -122,8 +121,9 @@ def _quiet_check(
     from cgguard.static.driver.prefilter import might_match
 
     if names_source is None:
-        names_source = might_match(text)
-        if not names_source and not _may_import_a_count(text):
+        chosen = _configurations(context)
+        names_source = might_match(text, chosen)
+        if not names_source and not _may_import_a_count(text, chosen):
             return []
     # The parser warns about the file's content (invalid escapes, `is` with a
     # literal, ...) on stderr; that is not ours to print, one line per file is.
@@ -155,23 +155,27 @@ def check_text(
     return result
 
 
-def _check_parses(text: str) -> bool:
+def _configurations(context: RunContext | None):
+    """The configurations a run with ``context`` selected (every one without a context)."""
+    from cgguard.static.rules.configs import CONFIGURATIONS
+
+    return CONFIGURATIONS if context is None else context.configurations
+
+
+def _check_parses(text: str, context: RunContext | None = None) -> bool:
     """Does the check parse all of ``text`` (so a fixed text needs no parse of its own)? It
     does whenever the text names a source and a sink word: the core reads the whole file
     with Python's parser before anything else (:func:`.check.core_hits`). A text without a
     sink word is parsed by the check only inside some projects, so the fixer parses it."""
-    from cgguard.static.driver.prefilter import might_match
-    from cgguard.static.rules.model import mentions_sink_word
-
-    return might_match(text) and mentions_sink_word(text)
+    chosen = _configurations(context)
+    return any(c.might_match(text) and c.mentions_sink_word(text) for c in chosen)
 
 
-def _may_import_a_count(text: str) -> bool:
+def _may_import_a_count(text: str, configurations=None) -> bool:
     """A file without a capture size that imports something and names a block count: a
     helper of another module of the project may hand it one (the core follows the import)."""
-    from cgguard.static.rules.model import mentions_sink_word
-
-    return "import" in text and mentions_sink_word(text)
+    chosen = _configurations(None) if configurations is None else configurations
+    return "import" in text and mentions_sink_word(text, chosen)
 
 
 def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
@@ -183,7 +187,7 @@ def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
     if b"import" not in data:
         return False
     root = context.roots.of_file(path)  # one lookup per folder
-    if root is None or not _mentions_sink_word(data):
+    if root is None or not mentions_sink_word(data, context.configurations):
         return False
     return context.module_files(root).may_import(data, path)
 
@@ -196,7 +200,7 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
     try:
         data = sourcefile.read_bytes(path)
         context = context or RunContext()
-        named = names_a_source(data)
+        named = names_a_source(data, context.configurations)
         source = named and context.may_reach_a_sink(data, path)
         # A file that names a source but cannot reach a sink names no sink word, which the
         # importer test needs too: it is not scanned for one a second time.
@@ -208,7 +212,7 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
         return FileResult(path, error=FileError(path, str(exc)))
     if wanted and not source and not data.isascii():
         # The bytes may hold a block count's word only case-folded: the text says.
-        wanted = _may_import_a_count(decoded.text)
+        wanted = _may_import_a_count(decoded.text, context.configurations)
     if not wanted:
         return FileResult(path)  # decodes fine, but nothing a rule looks at
     return decoded.text, source
@@ -238,7 +242,7 @@ def fix_source_text(
             _checker(path, finding_filter, context),
             unsafe=unsafe,
             findings=result.findings,
-            check_parses=_check_parses,
+            check_parses=lambda fixed: _check_parses(fixed, context),
         )
     except SyntaxError as exc:
         result.error = FileError(path, f"fix not applied: {syntax_error(exc)}")
@@ -372,7 +376,7 @@ def check_paths(
     from cgguard.static.driver.parallel import Later, map_files
 
     # One run's reading of each project (roots, modules, summaries), shared by its files.
-    context = RunContext()
+    context = RunContext(None if settings is None else settings.selected)
 
     # Every file goes through the byte screen; what it leaves (text holding a capture
     # size) is the real work. A second process shares both only once that work pays.
@@ -430,7 +434,8 @@ def fix_paths(
     if not write:  # one folder names every file of the printed diff
         run.diff_base = diff_base(p for p, error in files if not error)
     # One run's reading of each project, shared by its files as a check shares it.
-    context = context if context is not None else RunContext()
+    if context is None:
+        context = RunContext(None if settings is None else settings.selected)
     for path, error in files:
         if error:
             run.files.append(_not_checked(path, error))

@@ -158,6 +158,13 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "through imports and aliases",
         "imports_aliased_base_class, imports_alias_not_a_runner, bases_*",
     ),
+    "compare_sinks": (
+        "sinks",
+        "names of counts a followed value may not be ordered against (`<`, `<=`, `>`, `>=`); "
+        "none here: a capture size compared with a request count is the `if` clamp (CGG003 "
+        "names a Mamba cache's block count)",
+        "precision_clamp_idiom",
+    ),
 }
 
 # What the core does not follow: no finding comes from these, whatever they hold (each

@@ -14,7 +14,10 @@ from cgguard.static.rules import cgg001, cgg002
 from cgguard.static.rules.messages import message_for
 from cgguard.static.source.findings import UNSAFE
 
-RULES = {TOKEN: cgg001, MAX: cgg002}
+# The rule modules by code (a hit the driver ran carries its rule's code), and by the core's
+# kind for a hit of CGG001's model made without the driver (tests, tools of the core).
+RULES = {cgg001.CODE: cgg001, cgg002.CODE: cgg002}
+BY_KIND = {TOKEN: cgg001, MAX: cgg002}
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ def verdict(
     and the code parses there); ``source_lines``: the lines of the module holding the hit's
     source, where it is not this file; ``none_tested``: the names ``text`` tests for None
     (:func:`cgguard.static.rules.cgg001.names_tested_for_none`), when the caller has them."""
-    rule = RULES[hit.kind]
+    rule = RULES[hit.rule] if hit.rule is not None else BY_KIND[hit.kind]
     bound = bound_text(hit, lines, source_lines)
     applicability = description = None
     if fixable:

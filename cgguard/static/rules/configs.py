@@ -1,0 +1,81 @@
+"""The rules as configurations of one engine: what each follows, and which rule reports what.
+
+A :class:`Configuration` is data the driver reads: the core's model (sources, transfers,
+sinks: :class:`cgguard.static.core.patterns.Model`), the byte prefilter's needles and the
+sources' whole names (derived from the model's sources), the words every sink of it names,
+and which rule reports each kind of hit the core makes with it. The driver runs the
+configurations the run selects (a rule code selected selects its configuration) and knows
+no rule by name; a new rule is a new entry of :data:`CONFIGURATIONS` and its rule module.
+
+Keep this module free of the core's form at import: the byte prefilter reads it before
+anything is parsed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cgguard.static.rules import model
+
+if TYPE_CHECKING:
+    from cgguard.static.core.patterns import Model
+
+# The core's kinds of hit (``cgguard.static.core.flow.TOKEN`` and ``MAX``), spelled here so
+# the prefilter need not import the core (tests/static/test_configurations.py holds them).
+TOKEN = "token"
+MAX = "max"
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    rules: tuple[tuple[str, str], ...]  # (the core's kind of hit, the code reporting it)
+    model: Callable[[], Model]  # made per run: the core keeps nothing between runs
+    needles: tuple[str, ...]  # one of them is in every source's name
+    source_names: tuple[str, ...]  # the sources' names whole
+    mentions_sink_word: Callable[[str | bytes], bool]  # may the text name a sink?
+    _needle_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
+    _source_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_needle_bytes", tuple(n.encode() for n in self.needles))
+        object.__setattr__(self, "_source_bytes", tuple(n.encode() for n in self.source_names))
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(code for _, code in self.rules)
+
+    def rule_for(self, kind: str) -> str:
+        return dict(self.rules)[kind]
+
+    def names_a_source(self, data: bytes) -> bool:
+        """Do the bytes hold a source's whole name (the needles first: most files hold none)?"""
+        return any(n in data for n in self._needle_bytes) and any(
+            n in data for n in self._source_bytes
+        )
+
+    def might_match(self, text: str) -> bool:
+        """The same question of decoded text."""
+        return any(n in text for n in self.needles) and any(n in text for n in self.source_names)
+
+
+CAPTURE_SIZE_BLOCKS = Configuration(
+    name="capture-size-blocks",
+    rules=((TOKEN, "CGG001"), (MAX, "CGG002")),
+    model=model.model,
+    needles=model.NEEDLES,
+    source_names=model.SOURCE_NAMES,
+    mentions_sink_word=model.mentions_sink_word,
+)
+
+CONFIGURATIONS: tuple[Configuration, ...] = (CAPTURE_SIZE_BLOCKS,)
+
+
+def selected(is_selected: Callable[[str], bool] | None) -> tuple[Configuration, ...]:
+    """The configurations a run with this selection runs (every one when None): those with
+    a code it selects."""
+    if is_selected is None:
+        return CONFIGURATIONS
+    return tuple(c for c in CONFIGURATIONS if any(is_selected(code) for code in c.codes))
