@@ -27,6 +27,8 @@ class RunContext:
 
     def __init__(self, is_selected: Callable[[str], bool] | None = None) -> None:
         self.configurations: Sequence[Configuration] = selected(is_selected)
+        # Those that read a file without a sink word for flows other modules complete.
+        self.importing = tuple(c for c in self.configurations if c.follows_imports)
         self.roots = ProjectRoots()
         self.paths: dict[str | None, ModuleFiles] = {}
         # (project root, configuration) -> its program
@@ -78,6 +80,8 @@ class RunContext:
         chosen = self.configurations if configuration is None else (configuration,)
         if mentions_sink_word(data, chosen):
             return True
+        if not any(c.follows_imports for c in chosen):
+            return False  # no other module can complete a flow for these
         root = self.roots.of_file(path) if path else None
         if root is None:
             return False
@@ -108,7 +112,9 @@ class RunContext:
         if root is None:
             return False
         if configuration is None:
-            return any(self.takes_a_count(text, path, root, c) for c in self.configurations)
+            return any(self.takes_a_count(text, path, root, c) for c in self.importing)
+        if not configuration.follows_imports:
+            return False
         from cgguard.static.core.outlines import holds_word
 
         program = self.program(root, configuration)

@@ -123,7 +123,8 @@ def _quiet_check(
     if names_source is None:
         chosen = _configurations(context)
         names_source = might_match(text, chosen)
-        if not names_source and not _may_import_a_count(text, chosen):
+        importing = [c for c in chosen if c.follows_imports]
+        if not names_source and not _may_import_a_count(text, importing):
             return []
     # The parser warns about the file's content (invalid escapes, `is` with a
     # literal, ...) on stderr; that is not ours to print, one line per file is.
@@ -187,7 +188,7 @@ def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
     if b"import" not in data:
         return False
     root = context.roots.of_file(path)  # one lookup per folder
-    if root is None or not mentions_sink_word(data, context.configurations):
+    if root is None or not mentions_sink_word(data, context.importing):
         return False
     return context.module_files(root).may_import(data, path)
 
@@ -212,7 +213,7 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
         return FileResult(path, error=FileError(path, str(exc)))
     if wanted and not source and not data.isascii():
         # The bytes may hold a block count's word only case-folded: the text says.
-        wanted = _may_import_a_count(decoded.text, context.configurations)
+        wanted = _may_import_a_count(decoded.text, context.importing)
     if not wanted:
         return FileResult(path)  # decodes fine, but nothing a rule looks at
     return decoded.text, source

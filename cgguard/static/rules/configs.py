@@ -3,7 +3,8 @@
 A :class:`Configuration` is data the driver reads: the core's model (sources, transfers,
 sinks: :class:`cgguard.static.core.patterns.Model`), the byte prefilter's needles and the
 sources' whole names (derived from the model's sources), the words every sink of it names,
-and which rule reports each kind of hit the core makes with it. The driver runs the
+which rule reports each kind of hit the core makes with it, and whether files that name
+no sink word are read for flows that other modules complete. The driver runs the
 configurations the run selects (a rule code selected selects its configuration) and knows
 no rule by name; a new rule is a new entry of :data:`CONFIGURATIONS` and its rule module.
 
@@ -36,6 +37,10 @@ class Configuration:
     needles: tuple[str, ...]  # one of them is in every source's name
     source_names: tuple[str, ...]  # the sources' names whole
     mentions_sink_word: Callable[[str | bytes], bool]  # may the text name a sink?
+    # Whether a file that names none of its sink words is still read, for a flow that
+    # another module of its project completes (a helper that sinks, an importer that
+    # sinks a helper's return). False: only files naming a source and a sink word are.
+    follows_imports: bool = True
     _needle_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     _source_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
 
