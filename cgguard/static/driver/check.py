@@ -92,6 +92,8 @@ def core_hits(
         if named:
             if not context.may_reach_a_sink(text, path, configuration):
                 continue  # a source, but no sink it could reach: nothing to parse
+        elif names_source is not None and not configuration.mentions_sink_word(text):
+            continue  # screened by the run: none of its sources, and none of its sinks
         elif not context.takes_a_count(text, path, root, configuration):
             continue  # no source here, and nothing it uses brings a count from another
         program = context.program(root, configuration)

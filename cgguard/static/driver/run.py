@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from cgguard.static.driver.context import RunContext
 from cgguard.static.driver.fixer import fix_text
-from cgguard.static.driver.prefilter import mentions_sink_word, names_a_source, plain_bytes
+from cgguard.static.driver.prefilter import mentions_sink_word, plain_bytes
 from cgguard.static.source import sourcefile
 from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip, discover
@@ -179,16 +179,17 @@ def _may_import_a_count(text: str, configurations=None) -> bool:
     return "import" in text and mentions_sink_word(text, chosen)
 
 
-def _importer_bytes(path: str, data: bytes, context: RunContext) -> bool:
+def _importer_bytes(path: str, data: bytes, context: RunContext, configurations) -> bool:
     """Without a capture size, a file of a project that imports one of the project's modules
     and names a block count may still take one from a helper of it (the core follows the
     import). Its bytes are asked whether they may import one before its text is decoded
     and its import statements are read: in a tree whose imports name no module of its
-    project (an installed package copied into another project), none is."""
+    project (an installed package copied into another project), none is.
+    ``configurations``: those whose sources the file does not name."""
     if b"import" not in data:
         return False
     root = context.roots.of_file(path)  # one lookup per folder
-    if root is None or not mentions_sink_word(data, context.importing):
+    if root is None or not mentions_sink_word(data, configurations):
         return False
     return context.module_files(root).may_import(data, path)
 
@@ -201,11 +202,12 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
     try:
         data = sourcefile.read_bytes(path)
         context = context or RunContext()
-        named = names_a_source(data, context.configurations)
-        source = named and context.may_reach_a_sink(data, path)
-        # A file that names a source but cannot reach a sink names no sink word, which the
-        # importer test needs too: it is not scanned for one a second time.
-        wanted = source or (not named and _importer_bytes(path, data, context))
+        named = [c for c in context.configurations if c.names_a_source(data)]
+        source = any(context.may_reach_a_sink(data, path, c) for c in named)
+        # A file that names a configuration's source but cannot reach a sink names no sink
+        # word of it, which its importer test needs too: it is not scanned for one again.
+        others = [c for c in context.importing if c not in named]
+        wanted = source or (bool(others) and _importer_bytes(path, data, context, others))
         if not wanted and plain_bytes(data):
             return FileResult(path)
         decoded = sourcefile.decode(data)  # decoding problems are reported for every file
@@ -213,7 +215,7 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
         return FileResult(path, error=FileError(path, str(exc)))
     if wanted and not source and not data.isascii():
         # The bytes may hold a block count's word only case-folded: the text says.
-        wanted = _may_import_a_count(decoded.text, context.importing)
+        wanted = _may_import_a_count(decoded.text, others)
     if not wanted:
         return FileResult(path)  # decodes fine, but nothing a rule looks at
     return decoded.text, source
