@@ -38,6 +38,9 @@ class RunContext:
         # (project root, the sources' names, a module's dotted name) -> whether its text names
         # one: asked once per module and configuration, not once per name imported from it
         self.sourced: dict[tuple[str | None, tuple[str, ...], str], bool] = {}
+        # A module's path -> (its text, its intermediate form): each configuration's program
+        # reads the form Python's parser gave once, not a parse of its own.
+        self.lowered: dict[str, tuple[str, object]] = {}
 
     def program(self, root: str | None, configuration: Configuration | None = None) -> Program:
         """The program of ``configuration`` (the run's first where None) for a project root."""
@@ -46,9 +49,23 @@ class RunContext:
         if found is None:
             from cgguard.static.core.program import Program
 
-            found = Program(configuration.model(), root, paths=self.module_files(root))
+            found = Program(
+                configuration.model(), root, lower=self._lower, paths=self.module_files(root)
+            )
             self.programs[root, configuration.name] = found
         return found
+
+    def _lower(self, text: str, path: str):
+        """The intermediate form of ``text`` (the module at ``path``), lowered once per run."""
+        key = os.path.abspath(path)
+        kept = self.lowered.get(key)
+        if kept is not None and kept[0] == text:
+            return kept[1]
+        from cgguard.static.core import pyast
+
+        tree = pyast.parse(text, path, lazy=True)
+        self.lowered[key] = (text, tree)
+        return tree
 
     def forget(self, path: str) -> None:
         """The file at ``path`` changed, or was checked as a fixed text that is not on disk:
@@ -59,6 +76,7 @@ class RunContext:
                 program.forget_file(path)
         self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
         self.sourced = {k: v for k, v in self.sourced.items() if k[0] != root}
+        self.lowered.pop(os.path.abspath(path), None)
 
     def module_files(self, root: str | None) -> ModuleFiles:
         found = self.paths.get(root)
