@@ -1,6 +1,6 @@
 """cgguard's rules in the libcst ecosystem: thin adapters over the same core.
 
-- :mod:`cgguard.ecosystem.fixit`: Fixit 2 lint rules ``CGG001`` and ``CGG002``
+- :mod:`cgguard.ecosystem.fixit`: Fixit 2 lint rules ``CGG001``, ``CGG002`` and ``CGG003``
   (``fixit --rules cgguard.ecosystem.fixit lint|fix PATH``, or
   ``[tool.fixit] enable = ["cgguard.ecosystem.fixit"]``);
 - :mod:`cgguard.ecosystem.codemod`: a libcst codemod command

@@ -99,3 +99,13 @@ class CGG002(_Engine, LintRule):
     CODE = "CGG002"
     VALID = [Valid(src) for src in _cases("CGG002", "silent")]
     INVALID = [Invalid(src) for src in _cases("CGG002", "flagged")]
+
+
+class CGG003(_Engine, LintRule):
+    """A token count where a request count or one sequence's length belongs: a batch's token
+    budget as a dummy item's `seq_len`, the capture size compared with a Mamba cache's
+    blocks (`cgguard rule CGG003`); reported, never rewritten."""
+
+    CODE = "CGG003"
+    VALID = [Valid(src) for src in _cases("CGG003", "silent")]
+    INVALID = [Invalid(src) for src in _cases("CGG003", "flagged")]

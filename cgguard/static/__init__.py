@@ -1,4 +1,4 @@
-"""The static half: rules CGG001/CGG002 over Python source, and their fixes.
+"""The static half: rules CGG001-CGG003 over Python source, and their fixes.
 
 Never imports vLLM or torch. Three places:
 

@@ -109,10 +109,10 @@ def _tree(folder: Path, setting: str) -> Path:
 
 
 def test_the_trees_hold_every_kind_of_finding() -> None:
-    """Both rules, flagged and silent cases, and fixes of each applicability (and none)."""
+    """Every rule, flagged and silent cases, and fixes of each applicability (and none)."""
     kinds = {(code, applicability) for _, _, found in _PLANTED for code, applicability in found}
     assert {("CGG001", "safe"), ("CGG001", "unsafe"), ("CGG001", ""), ("CGG002", "display-only")} <= kinds
-    assert {(rule, kind) for rule, kind, _ in _PLANTED} == {(r, k) for r in ("CGG001", "CGG002") for k in ("flagged", "silent")}
+    assert {(rule, kind) for rule, kind, _ in _PLANTED} == {(r, k) for r in ("CGG001", "CGG002", "CGG003") for k in ("flagged", "silent")}
 
 
 @dataclass(frozen=True)

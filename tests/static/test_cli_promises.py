@@ -358,7 +358,7 @@ def test_unknown_code_on_the_command_line_is_a_usage_error(tmp_path, option):
     for command in ("check", "fix"):
         result = run_cgguard(command, "--isolated", option, "CGG001,E501", ".", cwd=tmp_path)
         assert _one_error_line(result) == (
-            f"cgguard: error: {option}: unknown rule code 'E501' (known: CGG001, CGG002, CGG100)"
+            f"cgguard: error: {option}: unknown rule code 'E501' (known: CGG001, CGG002, CGG003, CGG100)"
             f" (see `cgguard {command} --help`)"
         )
         assert (tmp_path / "both.py").read_text() == BOTH_RULES
@@ -403,7 +403,7 @@ def test_no_help_or_rule_page_mentions_an_issue():
     (["check", "--fix", "."],
      "cgguard: error: `cgguard check` does not fix (no --fix option): `cgguard fix` applies the "
      "fixes, `cgguard fix --diff` shows them (see `cgguard check --help`)"),
-    (["rule", "CGG999"], "cgguard: error: unknown rule 'CGG999' (known: CGG001, CGG002, CGG100) "
+    (["rule", "CGG999"], "cgguard: error: unknown rule 'CGG999' (known: CGG001, CGG002, CGG003, CGG100) "
                          "(see `cgguard rule --help`)"),
 ])
 def test_a_usage_error_is_one_line_and_exit_2(tmp_path, args, line):

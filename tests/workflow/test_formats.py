@@ -121,7 +121,7 @@ def test_sarif_is_valid_2_1_0_with_rules_results_and_fixes(tmp_path):
     _validate_sarif(doc)
     run = doc["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
-    assert set(rules) == {"CGG001", "CGG002"}
+    assert set(rules) == {"CGG001", "CGG002", "CGG003"}
     page = (REPO / "rules" / "CGG001" / "rule.md").read_text()
     assert rules["CGG001"]["help"]["markdown"].strip() in page  # help text from rules/
     assert rules["CGG001"]["shortDescription"]["text"] in page
@@ -263,7 +263,7 @@ def test_sarif_and_github_levels_suggestion_only_is_a_warning(tmp_path):
     run = doc["runs"][0]
     assert {r["ruleId"]: r["level"] for r in run["results"]} == {"CGG001": "error", "CGG002": "warning"}
     defaults = {r["id"]: r["defaultConfiguration"]["level"] for r in run["tool"]["driver"]["rules"]}
-    assert defaults == {"CGG001": "error", "CGG002": "warning"}
+    assert defaults == {"CGG001": "error", "CGG002": "warning", "CGG003": "error"}
     github = run_cgguard("check", "--format", "github", "pkg", cwd=tmp_path)
     assert [line.split(" ", 1)[0] for line in github.stdout.splitlines()] == ["::warning", "::error"]
     assert github.returncode == 1  # a warning is still a finding for the exit code

@@ -1,4 +1,5 @@
-"""The rules: CGG001 (:mod:`.cgg001`) and CGG002 (:mod:`.cgg002`) over the core's hits.
+"""The rules: CGG001 (:mod:`.cgg001`), CGG002 (:mod:`.cgg002`) and CGG003 (:mod:`.cgg003`) over
+the core's hits, each configuration of the engine they run as listed in :mod:`.configs`.
 
 What they follow is the taint model, as data (:mod:`.model`); the data-flow core
 (:mod:`cgguard.static.core`) finds where a source reaches a sink. A rule says what such a

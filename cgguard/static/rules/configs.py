@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from cgguard.static.rules import model
+from cgguard.static.rules import cgg003, model
 
 if TYPE_CHECKING:
     from cgguard.static.core.patterns import Model
@@ -75,7 +75,16 @@ CAPTURE_SIZE_BLOCKS = Configuration(
     mentions_sink_word=model.mentions_sink_word,
 )
 
-CONFIGURATIONS: tuple[Configuration, ...] = (CAPTURE_SIZE_BLOCKS,)
+TOKENS_WHERE_REQUESTS_BELONG = Configuration(
+    name="tokens-where-requests-belong",
+    rules=((TOKEN, cgg003.CODE), (MAX, cgg003.CODE)),
+    model=cgg003.model,
+    needles=cgg003.NEEDLES,
+    source_names=cgg003.SOURCE_NAMES,
+    mentions_sink_word=cgg003.mentions_sink_word,
+)
+
+CONFIGURATIONS: tuple[Configuration, ...] = (CAPTURE_SIZE_BLOCKS, TOKENS_WHERE_REQUESTS_BELONG)
 
 
 def selected(is_selected: Callable[[str], bool] | None) -> tuple[Configuration, ...]:

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from cgguard.static.core.flow import MAX, TOKEN, Hit
 from cgguard.static.fixes.edit import bound_text, shorten
-from cgguard.static.rules import cgg001, cgg002
+from cgguard.static.rules import cgg001, cgg002, cgg003
 from cgguard.static.rules.messages import message_for
 from cgguard.static.source.findings import UNSAFE
 
 # The rule modules by code (a hit the driver ran carries its rule's code), and by the core's
 # kind for a hit of CGG001's model made without the driver (tests, tools of the core).
-RULES = {cgg001.CODE: cgg001, cgg002.CODE: cgg002}
+RULES = {cgg001.CODE: cgg001, cgg002.CODE: cgg002, cgg003.CODE: cgg003}
 BY_KIND = {TOKEN: cgg001, MAX: cgg002}
 
 
@@ -45,5 +45,10 @@ def verdict(
     applicability = description = None
     if fixable:
         applicability, description = rule.fix_terms(hit, text, shorten(bound), none_tested)
-    message = message_for(rule.CODE, hit, bound, unsafe=applicability == UNSAFE)
+    # A rule with a message of its own says it (CGG003); CGG001/CGG002 name the bound.
+    own = getattr(rule, "message", None)
+    if own is not None:
+        message = own(hit)
+    else:
+        message = message_for(rule.CODE, hit, bound, unsafe=applicability == UNSAFE)
     return Verdict(rule.CODE, message, applicability, description)

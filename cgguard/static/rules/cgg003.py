@@ -1,0 +1,110 @@
+"""CGG003: a count of tokens where a count of requests (or one sequence's length) belongs.
+
+A configuration of the same engine as CGG001 (:mod:`.configs`), with its own sources,
+sanitizers and sinks, all data:
+
+========== =================================================================================
+Sources    token counts: a batch's token budget (``<x>.max_num_tokens``,
+           ``<x>.max_num_batched_tokens``) and the capture size (CGG001's sources).
+Sanitize   ``min()`` with a request count (``max_num_reqs``, ``max_num_seqs``) or with one
+           sequence's length (``max_model_len``); the ``if`` clamp and the conditional
+           expression, as CGG001.
+Sinks      the per-item sequence length of vLLM's dummy-data and profiling-input builders
+           (``seq_len`` of :data:`PARAM_SINKS`, by keyword or at its position), and an
+           ordering comparison with a count that holds one block per sequence
+           (:data:`COMPARE_SINKS`, a Mamba cache's block count), where a request count
+           belongs.
+========== =================================================================================
+
+Report-only: what the right count is (``max_model_len``, ``max_num_reqs``, a count
+divided by the tokens per request) depends on what the code means, so no fix is offered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING
+
+from cgguard.static.core.needles import needles_of
+from cgguard.static.rules import model as capture_model
+
+if TYPE_CHECKING:
+    from cgguard.static.core.flow import Hit
+    from cgguard.static.core.patterns import Model
+
+CODE = "CGG003"
+NAME = "tokens-where-requests-belong"
+
+# A batch's token budget, and the capture size (a batch's token count too).
+TOKEN_BUDGET_ATTRS = frozenset({"max_num_tokens", "max_num_batched_tokens"})
+SOURCE_ATTRS = TOKEN_BUDGET_ATTRS | capture_model.CAPTURE_SIZE_ATTRS
+SOURCE_LISTS = capture_model.CAPTURE_LIST_NAMES
+# A min() with one of these is at most a request count or one sequence's length.
+BOUNDS = frozenset({"max_num_reqs", "max_num_seqs", "max_model_len"})
+# One item's sequence length of the builders of dummy (profiling) inputs: (callee, parameter,
+# position where it may be passed positionally, a method's receiver not counted).
+PARAM_SINKS: tuple[tuple[str, str, int | None], ...] = (
+    ("dummy_data_for_profiling", "seq_len", None),  # vLLM 0.7-0.8's input registry
+    ("get_decoder_dummy_data", "seq_len", None),  # 0.8-0.11's multimodal registry
+    ("get_dummy_processor_inputs", "seq_len", 0),
+    ("get_dummy_inputs", "seq_len", None),
+    ("get_dummy_mm_data", "seq_len", 0),
+)
+# Counts that hold one block per sequence: ordering a token count against one asks how many
+# sequences fit, which a request count answers.
+COMPARE_SINKS = frozenset({"num_mamba_cache_blocks"})
+
+NEEDLES = needles_of(SOURCE_ATTRS | SOURCE_LISTS)
+SOURCE_NAMES = tuple(sorted(SOURCE_ATTRS | SOURCE_LISTS))
+# Every sink above names one of these words, case aside (tests/static/test_cgg003.py).
+SINK_WORD_LIST = ("dummy", "mamba")
+
+
+def mentions_sink_word(text: str | bytes) -> bool:
+    """May the text name one of the sinks (a builder of dummy inputs, a Mamba block count)?"""
+    low = text.lower()
+    if isinstance(low, str):
+        return any(w in low for w in SINK_WORD_LIST)
+    return any(w.encode() in low for w in SINK_WORD_LIST)
+
+
+def model() -> Model:
+    """CGG001's model with CGG003's sources, bounds and sinks (its propagators kept)."""
+    from cgguard.static.core.patterns import ParamSink
+
+    return dataclasses.replace(
+        capture_model.model(),
+        source_attrs=SOURCE_ATTRS,
+        source_lists=SOURCE_LISTS,
+        request_counts=BOUNDS,
+        token_counts=frozenset(),
+        store_sinks=frozenset(),
+        param_sinks=tuple(ParamSink(c, p, at) for c, p, at in PARAM_SINKS),
+        compare_sinks=COMPARE_SINKS,
+        placement_names=re.compile(r"(?!)"),  # no local is where a finding goes
+    )
+
+
+def message(hit: Hit) -> str:
+    """One line: what meets what, and what belongs there (the page says why)."""
+    from cgguard.static.core.flow import source_name
+
+    source = f"`{source_name(hit.source) or 'a token count'}`"
+    if hit.sink.startswith("compared with "):
+        other = hit.sink.removeprefix("compared with ")
+        return (
+            f"{source} (tokens) compared with `{other}` (one block per sequence); "
+            "compare a request count (`max_num_reqs`)"
+        )
+    return (
+        f"`{hit.sink}` gets {source}, a batch's tokens; one item's length is at most "
+        "`max_model_len`"
+    )
+
+
+def fix_terms(
+    hit: Hit, text: str, shown: str, none_tested: frozenset[str] | None = None
+) -> tuple[str | None, str | None]:
+    """No fix: which count belongs there depends on what the code means."""
+    return None, None

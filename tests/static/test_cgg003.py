@@ -1,0 +1,59 @@
+"""CGG003 is a configuration of the same engine: its sinks are named by its sink words, and
+the three rules run in one check. The released pairs it was made from are rule cases (vLLM
+0.10.1/0.11.0's runner, 0.18.0/0.25.0's compilation config, flagged before and silent after);
+the installed release's whole tree has no finding (tests/static/test_vllm_source.py)."""
+
+from __future__ import annotations
+
+from cgguard.static.driver.check import check_source
+from cgguard.static.driver.context import RunContext
+from cgguard.static.rules import cgg003
+from cgguard.static.rules.configs import CONFIGURATIONS
+
+
+def test_every_sink_names_a_sink_word():
+    names = [c for c, _, _ in cgg003.PARAM_SINKS] + sorted(cgg003.COMPARE_SINKS)
+    assert names and all(cgg003.mentions_sink_word(n) for n in names), names
+    assert all(cgg003.mentions_sink_word(n.encode()) for n in names)
+    assert not cgg003.mentions_sink_word("run_attention(seq_len=n)")
+
+
+def test_the_configurations_needles_are_derived_from_their_sources():
+    for c in CONFIGURATIONS:
+        model = c.model()
+        assert c.needles == model.needles(), c.name
+        assert c.source_names == model.source_names(), c.name
+
+
+ALL_THREE = """\
+class ForkModelRunner(GPUModelRunner):
+    def _init_minimal_kv_cache_for_profiling(self) -> None:
+        self.cache_config.num_gpu_blocks_override = self.compilation_config.max_cudagraph_capture_size
+        rows = max(self.compilation_config.max_cudagraph_capture_size, self.max_num_reqs)
+        self.cache_config.num_gpu_blocks_override = rows
+
+    def profile_mm(self, modality):
+        return self.mm_registry.get_decoder_dummy_data(seq_len=self.max_num_tokens)
+"""
+
+
+def test_all_three_rules_run_in_one_check():
+    found = check_source(ALL_THREE, "runner.py", context=RunContext())
+    assert [(f.line, f.code) for f in found] == [(3, "CGG001"), (5, "CGG002"), (8, "CGG003")]
+    # A run that selects CGG001 alone runs its configuration alone.
+    alone = RunContext(lambda code: code == "CGG001")
+    assert [c.name for c in alone.configurations] == ["capture-size-blocks"]
+    assert [f.code for f in check_source(ALL_THREE, "runner.py", context=alone)] == [
+        "CGG001",
+        "CGG002",
+    ]
+    only3 = RunContext(lambda code: code == "CGG003")
+    assert [f.code for f in check_source(ALL_THREE, "runner.py", context=only3)] == ["CGG003"]
+
+
+def test_the_newest_release_compares_requests_with_the_mamba_blocks(vllm_dir):
+    # vLLM 0.18.0 compared the capture size (rules/CGG003/cases/flagged/
+    # vllm_0_18_0_mamba_capture_cap); 0.25.0 and the installed release compare max_num_reqs.
+    fixed = vllm_dir / "config/compilation.py"
+    assert "max_num_reqs > kv_cache_config.num_blocks" in fixed.read_text()
+    assert check_source(fixed.read_text(), str(fixed), context=RunContext()) == []
