@@ -16,6 +16,9 @@ def test_every_sink_names_a_sink_word():
     assert names and all(cgg003.mentions_sink_word(n) for n in names), names
     assert all(cgg003.mentions_sink_word(n.encode()) for n in names)
     assert not cgg003.mentions_sink_word("run_attention(seq_len=n)")
+    # A model defining its own builder holds no call of one.
+    assert not cgg003.mentions_sink_word("    def get_dummy_mm_data(\n        self, seq_len, mm_counts")
+    assert cgg003.mentions_sink_word(b"x = builder.get_dummy_mm_data(n, counts)")
 
 
 def test_the_configurations_needles_are_derived_from_their_sources():

@@ -57,16 +57,27 @@ COMPARE_SINKS = frozenset({"num_mamba_cache_blocks"})
 
 NEEDLES = needles_of(SOURCE_ATTRS | SOURCE_LISTS)
 SOURCE_NAMES = tuple(sorted(SOURCE_ATTRS | SOURCE_LISTS))
-# Every sink above names one of these words, case aside (tests/static/test_cgg003.py).
-SINK_WORD_LIST = ("dummy", "mamba")
+# Every sink above names one of these words (tests/static/test_cgg003.py): a builder's name
+# where it is called (not where a model defines its own ``get_dummy_mm_data``), or the
+# block count's name.
+SINK_WORD_LIST = (*(c for c, _, _ in PARAM_SINKS), *sorted(COMPARE_SINKS))
+_CALLEES = tuple(c.encode() for c, _, _ in PARAM_SINKS)
+_NAMES = tuple(n.encode() for n in sorted(COMPARE_SINKS))
 
 
 def mentions_sink_word(text: str | bytes) -> bool:
-    """May the text name one of the sinks (a builder of dummy inputs, a Mamba block count)?"""
-    low = text.lower()
-    if isinstance(low, str):
-        return any(w in low for w in SINK_WORD_LIST)
-    return any(w.encode() in low for w in SINK_WORD_LIST)
+    """May the text hold one of the sinks: a call of a builder of dummy inputs (its name,
+    not after ``def``), or a Mamba cache's block count? Case counts: these are names."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if any(n in data for n in _NAMES):
+        return True
+    for callee in _CALLEES:
+        at = data.find(callee)
+        while at != -1:
+            if not data[max(0, at - 16) : at].rstrip(b" \t").endswith(b"def"):
+                return True
+            at = data.find(callee, at + len(callee))
+    return False
 
 
 def model() -> Model:

@@ -82,6 +82,9 @@ TOKENS_WHERE_REQUESTS_BELONG = Configuration(
     needles=cgg003.NEEDLES,
     source_names=cgg003.SOURCE_NAMES,
     mentions_sink_word=cgg003.mentions_sink_word,
+    # Its sources and sinks are named in the module that holds the flow (vLLM's runners,
+    # its compilation config): a file naming none of its sink words is not read for it.
+    follows_imports=False,
 )
 
 CONFIGURATIONS: tuple[Configuration, ...] = (CAPTURE_SIZE_BLOCKS, TOKENS_WHERE_REQUESTS_BELONG)
