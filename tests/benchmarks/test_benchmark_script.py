@@ -190,13 +190,15 @@ def test_prints_every_row_and_one_finding(small_corpus: Path, tmp_path: Path) ->
     # Tools not asked for do not appear.
     timing = out.split("## Results")[1].split("## Findings on the rules")[0]
     rows = [line for line in timing.splitlines() if line.startswith("| ")]
-    # header; the tree by default and in one process, grep; the runner file (check, fix,
-    # grep); the project's runner and its file with nothing to parse; nothing to parse,
+    # header; the tree by default, in one process and with CGG001/CGG002 alone, grep; the
+    # runner file (check, fix, grep); the project's runner and its file with nothing to parse; nothing to parse,
     # python -c pass and import libcst; the large silent module and parsing it alone; the
     # plugin-like tree twice; both trees twice more with one core busy; the fork's checkout
     # (the package's fix and fixed tree, the fork's check, fix and fixed tree); peak RSS of
     # the tree, of the fork's check and of its fix, and findings.
-    assert len(rows) == 1 + 3 + 3 + 2 + 3 + 2 + 2 + 4 + 5 + 4
+    assert len(rows) == 1 + 4 + 3 + 2 + 3 + 2 + 2 + 4 + 5 + 4
+    two = _table_row(out, "cgguard check with CGG001/CGG002 alone")
+    assert two[4] == "1" and two[6] == "every rule ≤ 1.5× this" and two[7] in ("pass", "**FAIL**"), two
     assert not [r for r in rows if r.startswith(("| semgrep", "| Fixit"))]
 
 
