@@ -407,3 +407,19 @@ def test_header_counts_every_finding_it_lists(tmp_path):
     (root / "a.py").unlink()
     out = cgguard("doctor", "--path", str(root)).stdout
     assert "Not affected: no per-token profiling block count in 1 file checked.\n1 review note (CGG002):\n" in out
+
+
+def test_other_rules_findings_are_named_by_their_rule(tmp_path):
+    """A CGG003 finding (a token count where a request count belongs) is listed under its own
+    name, not as CGG002's review note, and does not make a tree affected."""
+    root = tmp_path / "plugin"
+    root.mkdir()
+    (root / "caps.py").write_text(
+        "def cap_capture_sizes(compilation_config, num_mamba_cache_blocks):\n"
+        "    if compilation_config.max_cudagraph_capture_size > num_mamba_cache_blocks:\n"
+        "        compilation_config.max_cudagraph_capture_size = num_mamba_cache_blocks\n"
+    )
+    proc = cgguard("doctor", "--path", str(root))
+    assert "Not affected: no per-token profiling block count in 1 file checked.\n1 unit finding (CGG003):\n" in proc.stdout
+    assert "review note" not in proc.stdout
+    assert "Review the CGG003 findings:" in proc.stdout

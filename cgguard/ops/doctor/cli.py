@@ -18,9 +18,11 @@ from cgguard.ops.doctor.diagnosis import (
     Diagnosis,
     DoctorError,
     NoVllm,
+    count_phrase,
     diagnose_installed,
     diagnose_path,
     fix_tree,
+    other_findings,
 )
 from cgguard.ops.doctor.guard_status import guard_status
 from cgguard.ops.release.model_config import ConfigError
@@ -125,10 +127,10 @@ def _render_text(d: Diagnosis) -> str:
     else:
         lines.append(f"Source tree: {d.location} (version {d.vllm_version or 'unknown'})")
     affecting = sorted((f for f in d.findings if f.code == "CGG001"), key=lambda f: f.sort_key())
-    notes = len(d.findings) - len(affecting)
+    others = ", ".join(count_phrase(code, noun, n) for code, noun, n in other_findings(d.findings))
     plural = "s" if d.files_checked != 1 else ""
-    # The header counts every line listed under it: review notes (CGG002) too.
-    also = f" and {notes} review note{'s' if notes != 1 else ''} (CGG002)" if notes else ""
+    # The header counts every line listed under it: the other rules' findings too.
+    also = f" and {others}" if others else ""
     if d.affected:
         lines.append(
             f"AFFECTED: {len(affecting)} per-token profiling block count{'s' if len(affecting) != 1 else ''}"
@@ -148,8 +150,8 @@ def _render_text(d: Diagnosis) -> str:
         lines.append(
             f"Not affected: no per-token profiling block count in {d.files_checked} file{plural} checked."
         )
-    if notes and not d.affected:
-        lines.append(f"{notes} review note{'s' if notes != 1 else ''} (CGG002):")
+    if others and not d.affected:
+        lines.append(f"{others}:")
     for f in sorted(d.findings, key=lambda f: f.sort_key()):
         lines.append(f"  {one_line(f.path)}:{f.line}:{f.col}: {f.code} {f.message}")
     in_range = d.in_affected_releases

@@ -29,7 +29,35 @@ from cgguard.static.driver.run import check_paths
 from cgguard.static.source.findings import FileError, Finding
 from cgguard.static.workflow.discovery import Skip
 
-AFFECTING_CODE = "CGG001"  # per-token block count; CGG002 (max()) is a review note
+AFFECTING_CODE = "CGG001"  # per-token block count; the other rules' findings are listed beside it
+# How doctor names the findings that do not make a tree affected, and what to do about them.
+OTHER_FINDINGS = {
+    "CGG002": (
+        "review note",
+        "`max()` with the capture size still grows with the token count (`cgguard rule CGG002`)",
+    ),
+    "CGG003": (
+        "unit finding",
+        "a token count reaches where a request count or one sequence's length belongs, a "
+        "sibling of this bug outside the profiling cache (`cgguard rule CGG003`)",
+    ),
+}
+
+
+def other_findings(findings: Sequence[Finding]) -> list[tuple[str, str, int]]:
+    """(code, what doctor calls it, how many) for each rule other than CGG001 that found something."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        if f.code != AFFECTING_CODE:
+            counts[f.code] = counts.get(f.code, 0) + 1
+    return [
+        (code, OTHER_FINDINGS.get(code, ("finding", ""))[0], n)
+        for code, n in sorted(counts.items())
+    ]
+
+
+def count_phrase(code: str, noun: str, n: int) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''} ({code})"
 
 
 class DoctorError(Exception):
@@ -401,11 +429,9 @@ def advise(d: Diagnosis) -> str:
                 f"Version {d.vllm_version} lies in the affected releases ({AFFECTED_RELEASES}) but its "
                 "source is bounded: a patched build."
             )
-    if any(f.code != AFFECTING_CODE for f in d.findings):
-        parts.append(
-            "Review the CGG002 findings: `max()` with the capture size still grows with the token count "
-            "(`cgguard rule CGG002`)."
-        )
+    for code, _, _ in other_findings(d.findings):
+        why = OTHER_FINDINGS.get(code, ("", f"`cgguard rule {code}`"))[1]
+        parts.append(f"Review the {code} findings: {why}.")
     if d.guard.allow_list_problem:
         parts.append(d.guard.allow_list_problem + ".")
     if d.guard.mode_problem:
