@@ -60,3 +60,31 @@ def test_the_newest_release_compares_requests_with_the_mamba_blocks(vllm_dir):
     fixed = vllm_dir / "config/compilation.py"
     assert "max_num_reqs > kv_cache_config.num_blocks" in fixed.read_text()
     assert check_source(fixed.read_text(), str(fixed), context=RunContext()) == []
+
+
+def test_a_token_count_from_another_modules_helper_is_not_followed(tmp_path):
+    """What the rule page says of its reach: a helper in the same file is followed, one in
+    another module of the project is not (CGG001 follows those)."""
+    import subprocess
+    import sys
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "fork"\n')
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    helper = "def token_budget(scheduler_config):\n    return scheduler_config.max_num_batched_tokens\n"
+    call = (
+        "class Runner:\n"
+        "    def dummy(self, registry, scheduler_config):\n"
+        "        return registry.get_decoder_dummy_data(seq_len=token_budget(scheduler_config))\n"
+    )
+    (pkg / "budget.py").write_text(helper)
+    (pkg / "runner.py").write_text("from pkg.budget import token_budget\n\n\n" + call)
+    (pkg / "same_file.py").write_text(helper + "\n\n" + call)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cgguard", "check", "--select", "CGG003", "."],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    flagged = sorted(line.split(":")[0] for line in proc.stdout.splitlines() if ": CGG003 " in line)
+    assert flagged == ["pkg/same_file.py"], proc.stdout + proc.stderr
