@@ -15,6 +15,7 @@ import click
 
 from cgguard.ops.doctor.diagnosis import (
     AFFECTED_RELEASES,
+    AFFECTING_CODE,
     Diagnosis,
     DoctorError,
     NoVllm,
@@ -126,7 +127,9 @@ def _render_text(d: Diagnosis) -> str:
         lines.append(f"vLLM: {d.distribution} {d.vllm_version or '(no version)'} at {d.location}")
     else:
         lines.append(f"Source tree: {d.location} (version {d.vllm_version or 'unknown'})")
-    affecting = sorted((f for f in d.findings if f.code == "CGG001"), key=lambda f: f.sort_key())
+    affecting = sorted(
+        (f for f in d.findings if f.code == AFFECTING_CODE), key=lambda f: f.sort_key()
+    )
     others = ", ".join(count_phrase(code, noun, n) for code, noun, n in other_findings(d.findings))
     plural = "s" if d.files_checked != 1 else ""
     # The header counts every line listed under it: the other rules' findings too.

@@ -44,16 +44,18 @@ OTHER_FINDINGS = {
 }
 
 
+def _described(code: str) -> tuple[str, str]:
+    """What doctor calls a rule's findings, and what to do about them."""
+    return OTHER_FINDINGS.get(code, ("finding", f"`cgguard rule {code}`"))
+
+
 def other_findings(findings: Sequence[Finding]) -> list[tuple[str, str, int]]:
     """(code, what doctor calls it, how many) for each rule other than CGG001 that found something."""
     counts: dict[str, int] = {}
     for f in findings:
         if f.code != AFFECTING_CODE:
             counts[f.code] = counts.get(f.code, 0) + 1
-    return [
-        (code, OTHER_FINDINGS.get(code, ("finding", ""))[0], n)
-        for code, n in sorted(counts.items())
-    ]
+    return [(code, _described(code)[0], n) for code, n in sorted(counts.items())]
 
 
 def count_phrase(code: str, noun: str, n: int) -> str:
@@ -430,8 +432,7 @@ def advise(d: Diagnosis) -> str:
                 "source is bounded: a patched build."
             )
     for code, _, _ in other_findings(d.findings):
-        why = OTHER_FINDINGS.get(code, ("", f"`cgguard rule {code}`"))[1]
-        parts.append(f"Review the {code} findings: {why}.")
+        parts.append(f"Review the {code} findings: {_described(code)[1]}.")
     if d.guard.allow_list_problem:
         parts.append(d.guard.allow_list_problem + ".")
     if d.guard.mode_problem:

@@ -60,12 +60,15 @@ def hybrid_answer(
     num_speculative_tokens: int,
 ) -> HybridAnswer:
     read: FieldsBlock | None
+    unread: NotCovered | ConfigError | None = None  # why the fields could not be read
     try:  # the layers of each kind, where cgguard reads the family's fields
         read = block_from_fields(
             model_dir, model_dtype, kv_element_bytes, tensor_parallel_size, num_speculative_tokens
         )
-    except (NotCovered, ConfigError):
-        read = None
+    except (NotCovered, ConfigError) as exc:
+        read, unread = None, exc
+    # cgguard reads the block size from the fields only as this one release computes it.
+    fields_release = ".".join(map(str, ctx.release)) == RELEASE
     if given is not None:
         return HybridAnswer(
             f"hybrid model: block size {given} from --block-size ({LOG_LINE}, say)",
@@ -83,7 +86,7 @@ def hybrid_answer(
             # The installed release cannot build this model here (the Qwen3.5 classes'
             # module needs torchvision, which a CPU install may lack): where the fields
             # give the block size as this release computes it, use them and say why.
-            if read is not None and ".".join(map(str, ctx.release)) == RELEASE:
+            if read is not None and fields_release:
                 return _from_fields(
                     read, f"the installed vLLM {ctx.version} could not compute it: {exc}"
                 )
@@ -104,18 +107,14 @@ def hybrid_answer(
             state_layers=read.state_layers if read else None,
         )
     enlarges = "vLLM enlarges the attention block size so one attention page holds a Mamba state"
-    if ".".join(map(str, ctx.release)) != RELEASE:
+    if not fields_release:
         return _ask(
             f"{enlarges}; vLLM {ctx.version} is not installed here to compute it, and cgguard "
             f"reads it from config.json's fields only as vLLM {RELEASE} computes it"
         )
-    try:
-        fields = block_from_fields(
-            model_dir, model_dtype, kv_element_bytes, tensor_parallel_size, num_speculative_tokens
-        )
-    except (NotCovered, ConfigError) as exc:
-        return _ask(f"{enlarges}, vLLM {RELEASE} is not installed here to compute it, and {exc}")
-    return _from_fields(fields, f"vLLM {RELEASE} is not installed here")
+    if read is None:
+        return _ask(f"{enlarges}, vLLM {RELEASE} is not installed here to compute it, and {unread}")
+    return _from_fields(read, f"vLLM {RELEASE} is not installed here")
 
 
 def _ask_with(read: FieldsBlock | None, why: str) -> HybridAnswer:
