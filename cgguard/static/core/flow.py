@@ -377,6 +377,8 @@ class ScopeFlow:
         for p in params:
             if p.name in model.request_counts:
                 self.env[p.name] = _REQUEST
+            elif p.name in model.source_params:
+                self.env[p.name] = Taint(TOKEN, ir.Name(p.name, p.span))
         for p in params:
             if p.default is not None:
                 taint = self.taint_of(p.default)
@@ -1225,6 +1227,11 @@ class ScopeFlow:
         if summary is not None and summary.index is not None and summary.index < len(elements):
             index: int | None = summary.index
             taint = Taint(summary.kind, summary.source, call=value, helper=summary)
+        elif last_name(value.func) in self.model.tuple_passthrough_calls:
+            args = _positional(value)
+            index, taint = 0, (self._arg_taint(args[0]) if args else None)
+            if taint is None:
+                return False
         else:
             passed = [(i, self._passed(value, i)) for i in range(len(elements))]
             index, taint = next(((i, t) for i, t in passed if t is not None), (None, None))

@@ -66,6 +66,13 @@ class Model:
     # not be ordered against: ``cap <= num_mamba_cache_blocks`` is a sink when the name is
     # here (a count of one block per sequence compared with a token count). Empty: none.
     compare_sinks: frozenset[str] = frozenset()
+    # ---- sources and propagators some rules add ------------------------------------------
+    # Parameters (of any function) that hold a source on entry, by name: what a function is
+    # handed (``def dummy_run(self, num_tokens)``: a token count). Empty: none.
+    source_params: frozenset[str] = frozenset()
+    # Calls returning a tuple whose first element carries the first argument's count
+    # (``n, across_ranks, _ = sync(n)``, padded across ranks). Empty: none.
+    tuple_passthrough_calls: frozenset[str] = frozenset()
 
     # ---- questions the core asks -------------------------------------------------------
 
@@ -133,12 +140,12 @@ class Model:
 
     def needles(self) -> tuple[str, ...]:
         """Substrings one of which every source's text contains (the byte prefilter's)."""
-        return needles_of(self.source_attrs | self.source_lists)
+        return needles_of(self.source_attrs | self.source_lists | self.source_params)
 
     def source_names(self) -> tuple[str, ...]:
         """The names one of which every source's text holds whole: a text holding none of
         them names no source (the needles are shorter, and cheaper to look for in bytes)."""
-        return tuple(sorted(self.source_attrs | self.source_lists))
+        return tuple(sorted(self.source_attrs | self.source_lists | self.source_params))
 
 
 def _last_name(node: object) -> str | None:

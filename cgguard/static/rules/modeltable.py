@@ -165,6 +165,18 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "names a Mamba cache's block count)",
         "precision_clamp_idiom",
     ),
+    "source_params": (
+        "sources (tokens)",
+        "parameters, by name, that hold a count on entry; none here (CGG003 names a dummy "
+        "run's `num_tokens`)",
+        "drafter_batch_from_tokens",
+    ),
+    "tuple_passthrough_calls": (
+        "propagators",
+        "calls returning a tuple whose first element keeps their first argument's magnitude "
+        "(`n, across, _ = sync(n)`); none here (CGG003 names the data-parallel sync)",
+        "drafter_batch_from_tokens",
+    ),
 }
 
 # What the core does not follow: no finding comes from these, whatever they hold (each
