@@ -1,13 +1,19 @@
 """CGG003 is a configuration of the same engine: its sinks are named by its sink words, and
 the three rules run in one check. The released pairs it was made from are rule cases (vLLM
-0.10.1/0.11.0's runner, 0.18.0/0.25.0's compilation config, flagged before and silent after);
-the installed release's whole tree has no finding (tests/static/test_vllm_source.py)."""
+0.10.1/0.11.0's runner, 0.18.0/0.25.0's compilation config, flagged before and silent after;
+vLLM Ascend 0.13.0 and 0.23.0's drafters, flagged, with 0.23.0's bounded on every path
+silent: no release of it is fixed yet); the installed release's whole tree has no finding
+(tests/static/test_vllm_source.py)."""
 
 from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
 
 from cgguard.static.driver.check import check_source
 from cgguard.static.driver.context import RunContext
 from cgguard.static.rules import cgg003
+from cgguard.static.rules import model as capture_model
 from cgguard.static.rules.configs import CONFIGURATIONS
 
 
@@ -88,3 +94,79 @@ def test_a_token_count_from_another_modules_helper_is_not_followed(tmp_path):
     )
     flagged = sorted(line.split(":")[0] for line in proc.stdout.splitlines() if ": CGG003 " in line)
     assert flagged == ["pkg/same_file.py"], proc.stdout + proc.stderr
+
+
+# ---- a drafter's number of requests taken from its token count (vLLM Ascend's proposers) ---
+
+CASES = Path(__file__).resolve().parents[2] / "rules" / "CGG003" / "cases"
+DRAFTER_0_23_0 = CASES / "flagged" / "vllm_ascend_0_23_0_drafter_dummy_run.pycase"
+PROFILE_ONLY_BOUND = (
+    "        # TODO: temporarily hack here, we should find out batch_size for profile_run\n"
+    "        if is_profile:\n"
+    "            batch_size = min(batch_size, self.runner.max_num_reqs)\n"
+)
+
+
+def _cgg003(text: str, path: str = "llm_base_proposer.py") -> list[tuple[int, str]]:
+    only3 = RunContext(lambda code: code == "CGG003")
+    return [(f.line, f.message) for f in check_source(text, path, context=only3)]
+
+
+def test_a_drafters_release_is_flagged_and_silent_once_bounded_on_every_path():
+    """vLLM Ascend 0.18.0 to 0.23.0.post1 (the newest release) bound the drafter's request
+    count by max_num_reqs under ``if is_profile:`` only; the same code with the bound taken
+    on every path (rules/CGG003/cases/silent/vllm_ascend_0_23_0_drafter_bounded) is silent."""
+    released = DRAFTER_0_23_0.read_text()
+    assert PROFILE_ONLY_BOUND in released
+    line = released.splitlines().index("                batch_size=batch_size,  # expect: CGG003")
+    assert _cgg003(released) == [
+        (
+            line + 1,
+            "`batch_size=` (requests) gets `num_tokens`, a batch's tokens, unbounded by "
+            "`max_num_reqs` on some path; bound it on every path",
+        )
+    ]
+    bounded = released.replace(
+        PROFILE_ONLY_BOUND, "        batch_size = min(batch_size, self.runner.max_num_reqs)\n"
+    )
+    assert _cgg003(bounded) == []
+    # The silent case holds that code (its header aside).
+    twin = (CASES / "silent" / "vllm_ascend_0_23_0_drafter_bounded.pycase").read_text()
+    body = bounded.replace("  # expect: CGG003", "")
+    assert twin[twin.index("class ") :] == body[body.index("class ") :]
+
+
+def test_the_drafters_count_is_followed_through_the_data_parallel_sync():
+    """The release's dummy run reassigns its token count from the data-parallel sync
+    (``(num_tokens, across, _) = self.runner._sync_metadata_across_dp(num_tokens, ...)``): the
+    sync's first element carries the count (``tuple_passthrough_calls``), and the dummy
+    run's parameter is where it enters (``source_params``). Without either row, no finding."""
+    from cgguard.static.core.program import Program
+
+    released = DRAFTER_0_23_0.read_text()
+    model = cgg003.model()
+
+    def lines(m) -> list[int]:
+        program = Program(m)
+        return sorted(h.node.span.line for h in program.hits(program.add("p.py", released)))
+
+    assert lines(model) == [69]
+    assert lines(dataclasses.replace(model, tuple_passthrough_calls=frozenset())) == []
+    assert lines(dataclasses.replace(model, source_params=frozenset())) == []
+    # CGG001's model has neither row: the same file is nothing to it.
+    assert lines(capture_model.model()) == []
+
+
+def test_the_drafters_sinks_count_requests_and_name_a_sink_word():
+    assert cgg003.mentions_sink_word("            self._runnable(\n")
+    assert cgg003.mentions_sink_word(b"self._run_merged_draft(num_tokens, batch_size)")
+    assert not cgg003.mentions_sink_word("    def _run_merged_draft(\n        self, n, batch_size")
+    # A batch_size= of any other call is nothing; a request count handed in is silent.
+    text = (
+        "class P:\n"
+        "    def dummy_run(self, num_tokens, num_reqs=0):\n"
+        "        self.sampler.warm_up(batch_size=num_tokens)\n"
+        "        self._runnable(num_input_tokens=num_tokens, batch_size=num_reqs)\n"
+        "        self._runnable(num_input_tokens=num_tokens, batch_size=num_tokens)\n"
+    )
+    assert [line for line, _ in _cgg003(text)] == [5]

@@ -50,13 +50,21 @@ PARAM_SINKS: tuple[tuple[str, str, int | None], ...] = (
     ("get_dummy_processor_inputs", "seq_len", 0),
     ("get_dummy_inputs", "seq_len", None),
     ("get_dummy_mm_data", "seq_len", 0),
+    # The number of requests a drafter's dummy run samples (vLLM Ascend's proposers: the
+    # merged draft step, called directly or through the graph wrapper held as _runnable).
+    ("_run_merged_draft", "batch_size", 1),
+    ("_runnable", "batch_size", 1),
 )
+# A dummy run's token count, as the drafter is handed it, and once padded across
+# data-parallel ranks (the first element of what the sync returns).
+SOURCE_PARAMS = frozenset({"num_tokens"})
+TUPLE_PASSTHROUGH_CALLS = frozenset({"_sync_metadata_across_dp"})
 # Counts that hold one block per sequence: ordering a token count against one asks how many
 # sequences fit, which a request count answers.
 COMPARE_SINKS = frozenset({"num_mamba_cache_blocks"})
 
-NEEDLES = needles_of(SOURCE_ATTRS | SOURCE_LISTS)
-SOURCE_NAMES = tuple(sorted(SOURCE_ATTRS | SOURCE_LISTS))
+NEEDLES = needles_of(SOURCE_ATTRS | SOURCE_LISTS | SOURCE_PARAMS)
+SOURCE_NAMES = tuple(sorted(SOURCE_ATTRS | SOURCE_LISTS | SOURCE_PARAMS))
 # Every sink above names one of these words (tests/static/test_cgg003.py): a builder's name
 # where it is called (not where a model defines its own ``get_dummy_mm_data``), or the
 # block count's name.
@@ -93,25 +101,54 @@ def model() -> Model:
         store_sinks=frozenset(),
         param_sinks=tuple(ParamSink(c, p, at) for c, p, at in PARAM_SINKS),
         compare_sinks=COMPARE_SINKS,
+        source_params=SOURCE_PARAMS,
+        tuple_passthrough_calls=TUPLE_PASSTHROUGH_CALLS,
         placement_names=re.compile(r"(?!)"),  # no local is where a finding goes
     )
 
 
 def message(hit: Hit) -> str:
     """One line: what meets what, and what belongs there (the page says why)."""
+    from cgguard.static.core import ir
     from cgguard.static.core.flow import source_name
 
-    source = f"`{source_name(hit.source) or 'a token count'}`"
+    named = source_name(hit.source)
+    if named is None and isinstance(hit.source, ir.Name):
+        named = hit.source.id  # a parameter holding the count (SOURCE_PARAMS)
+    source = f"`{named or 'a token count'}`"
     if hit.sink.startswith("compared with "):
         other = hit.sink.removeprefix("compared with ")
         return (
             f"{source} (tokens) compared with `{other}` (one block per sequence); "
             "compare a request count (`max_num_reqs`)"
         )
+    param = _sink_param(hit.sink)
+    if param == "batch_size":
+        return (
+            f"`{hit.sink}` (requests) gets {source}, a batch's tokens, unbounded by "
+            "`max_num_reqs` on some path; bound it on every path"
+        )
+    if param == "seq_len":
+        return (
+            f"`{hit.sink}` gets {source}, a batch's tokens; one item's length is at most "
+            "`max_model_len`"
+        )
+    # A helper's return that every caller hands to one of the sinks.
     return (
-        f"`{hit.sink}` gets {source}, a batch's tokens; one item's length is at most "
-        "`max_model_len`"
+        f"`{hit.sink}` gets {source}, a batch's tokens, where a request count or one "
+        "sequence's length belongs"
     )
+
+
+def _sink_param(sink: str) -> str | None:
+    """The parameter a hit's sink names: ``seq_len=`` by keyword, ``callee(...)`` at the
+    callee's position; None for a helper's return (``helper()``)."""
+    if sink.endswith("="):
+        return sink[:-1]
+    if sink.endswith("(...)"):
+        callee = sink.removesuffix("(...)")
+        return next((p for c, p, at in PARAM_SINKS if c == callee and at is not None), None)
+    return None
 
 
 def fix_terms(
