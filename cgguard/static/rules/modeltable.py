@@ -167,15 +167,17 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "source_params": (
         "sources (tokens)",
-        "parameters, by name, that hold a count on entry; none here (CGG003 names a dummy "
+        "parameters, by name, that hold a count on entry; none here: a parameter holds a "
+        "capture size through its default or what its callers hand it (CGG003 names a dummy "
         "run's `num_tokens`)",
-        "drafter_batch_from_tokens",
+        "parameter_default, params_method_argument",
     ),
     "tuple_passthrough_calls": (
         "propagators",
         "calls returning a tuple whose first element keeps their first argument's magnitude "
-        "(`n, across, _ = sync(n)`); none here (CGG003 names the data-parallel sync)",
-        "drafter_batch_from_tokens",
+        "(`n, across, _ = sync(n)`); none here: an unpacked call's element holds a count "
+        "where the project's helper returns one there (CGG003 names the data-parallel sync)",
+        "members_tuple_helper, members_tuple_token_element",
     ),
 }
 
