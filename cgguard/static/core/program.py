@@ -116,6 +116,7 @@ class Program:
         self.request_words = tuple(sorted(model.request_counts))
         self.root = root
         self._read = read or _read_file
+        self._read_bytes = _read_bytes if read is None else partial(_encoded, read)
         if lower is None:
             from cgguard.static.core import pyast
 
@@ -1114,13 +1115,16 @@ class Program:
             return []
         found: list[Hit] = []
         leaf = module.dotted.rsplit(".", 1)[-1]
+        # Asked of each file's bytes: a UTF-8 text holds a word exactly where its bytes hold
+        # the word's, and most files are never decoded.
+        helpers = [n.encode() for n in sorted(names)]
         for path in self.project_files():
             if path == module.path:
                 continue
-            text = self._read(path)
-            if text is None or "import" not in text or leaf not in text:
+            data = self._read_bytes(path)
+            if data is None or b"import" not in data or leaf.encode() not in data:
                 continue
-            if not any(n in text for n in names):
+            if not any(n in data for n in helpers):
                 continue
             other = self.module_at(path)
             if other is not None:
@@ -1594,6 +1598,19 @@ def _read_file(path: str) -> str | None:
             return fh.read()
     except (OSError, UnicodeDecodeError, ValueError):
         return None
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _encoded(read: Callable[[str], str | None], path: str) -> bytes | None:
+    text = read(path)
+    return None if text is None else text.encode("utf-8", "surrogatepass")
 
 
 def _is_name(node: object, name: str) -> bool:
