@@ -428,6 +428,8 @@ class ScopeFlow:
         if isinstance(node, ir.BoolOp):
             return next((t for t in map(self.taint_of, node.values) if t), None)
         if isinstance(node, ir.BinOp):
+            if m.converts(node):
+                return None  # a count of another unit (the model's converting factors)
             return self.taint_of(node.left) or self.taint_of(node.right)
         if isinstance(node, ir.UnaryOp):
             return self.taint_of(node.operand)

@@ -73,6 +73,9 @@ class Model:
     # Calls returning a tuple whose first element carries the first argument's count
     # (``n, across_ranks, _ = sync(n)``, padded across ranks). Empty: none.
     tuple_passthrough_calls: frozenset[str] = frozenset()
+    # Names whose product with a followed count is a count of another unit, no longer
+    # followed: ``(1 + num_spec_tokens) * max_num_reqs`` counts tokens. Empty: none.
+    converting_factors: frozenset[str] = frozenset()
 
     # ---- questions the core asks -------------------------------------------------------
 
@@ -105,6 +108,18 @@ class Model:
 
     def mentions_request(self, node: ir.Expr) -> bool:
         return any(_last_name(sub) in self.request_counts for sub in walk(node))
+
+    def converts(self, node: ir.BinOp) -> bool:
+        """Is ``node`` a product with a converting factor (on either side)?"""
+        return (
+            node.op == "*"
+            and bool(self.converting_factors)
+            and any(
+                _last_name(sub) in self.converting_factors
+                for side in (node.left, node.right)
+                for sub in walk(side)
+            )
+        )
 
     def keyword_sink(self, callee: str | None, keyword: str) -> bool:
         """Does ``callee(..., keyword=v)`` hand ``v`` to a sink? A store sink's name is one

@@ -179,6 +179,13 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "where the project's helper returns one there (CGG003 names the data-parallel sync)",
         "members_tuple_helper, members_tuple_token_element",
     ),
+    "converting_factors": (
+        "sanitizers",
+        "names whose product with a followed count is a count of another unit, no longer "
+        "followed; none here: a capture size times anything still grows with it (CGG003 "
+        "names the tokens each request decodes, `(1 + num_spec_tokens) * max_num_reqs`)",
+        "prerelease_byte_budget",
+    ),
 }
 
 # What the core does not follow: no finding comes from these, whatever they hold (each
