@@ -170,3 +170,51 @@ def test_the_drafters_sinks_count_requests_and_name_a_sink_word():
         "        self._runnable(num_input_tokens=num_tokens, batch_size=num_tokens)\n"
     )
     assert [line for line, _ in _cgg003(text)] == [5]
+
+
+# ---- the reverse: a request count as FlashInfer's decode CUDA-graph bound (in tokens) ------
+
+
+def test_flashinfers_release_is_flagged_before_its_bound_counts_tokens_and_silent_after():
+    """vLLM 0.11.0 bounded FlashInfer's decode CUDA graphs by min(max_num_seqs, capture size);
+    0.11.1 multiplied by the tokens each decode carries (both rule cases, from the wheels);
+    the installed release keeps the product."""
+    released = (CASES / "flagged" / "vllm_0_11_0_flashinfer_decode_bound.pycase").read_text()
+    line = 1 + next(i for i, t in enumerate(released.splitlines()) if "# expect: CGG003" in t)
+    assert _cgg003(released, "flashinfer.py") == [
+        (
+            line,
+            "`self._decode_cudagraph_max_bs` (tokens: each decode carries `1 + num_spec_tokens`) "
+            "gets `max_num_seqs`, a request count; multiply it by the tokens per request",
+        )
+    ]
+    fixed = (CASES / "silent" / "vllm_0_11_1_flashinfer_decode_bound.pycase").read_text()
+    assert "(1 + num_spec_tokens) * max_num_reqs" in fixed
+    assert _cgg003(fixed, "flashinfer.py") == []
+    # The product alone is what makes it silent: without the model's converting factors
+    # the fixed release is flagged too.
+    from cgguard.static.core.program import Program
+
+    def lines(m) -> list[int]:
+        program = Program(m)
+        return sorted(h.node.span.line for h in program.hits(program.add("f.py", fixed)))
+
+    assert lines(cgg003.requests_model()) == []
+    assert lines(dataclasses.replace(cgg003.requests_model(), converting_factors=frozenset()))
+
+
+def test_the_installed_flashinfer_builder_multiplies_its_bound(vllm_dir):
+    builder = vllm_dir / "v1/attention/backends/flashinfer.py"
+    text = builder.read_text()
+    assert "_decode_cudagraph_max_bs = (1 + num_spec_tokens) * max_num_reqs" in text
+    assert _cgg003(text, str(builder)) == []
+
+
+def test_the_reverse_is_a_configuration_of_the_same_rule():
+    from cgguard.static.rules.configs import REQUESTS_WHERE_TOKENS_BELONG as reverse
+
+    only3 = RunContext(lambda code: code == "CGG003")
+    assert reverse in only3.configurations and reverse.codes == ("CGG003", "CGG003")
+    assert all(cgg003.mentions_token_bound(n) for n in cgg003.TOKEN_BOUND_STORES)
+    # A Mamba builder's bound counts requests: not its sink word.
+    assert not cgg003.mentions_token_bound("self.decode_cudagraph_max_bs = max_num_seqs")

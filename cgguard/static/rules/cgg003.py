@@ -63,6 +63,26 @@ TUPLE_PASSTHROUGH_CALLS = frozenset({"_sync_metadata_across_dp"})
 # sequences fit, which a request count answers.
 COMPARE_SINKS = frozenset({"num_mamba_cache_blocks"})
 
+# The reverse, a request count where a count of tokens belongs: FlashInfer's decode
+# CUDA-graph bound (``_decode_cudagraph_max_bs``), compared with a decode batch's tokens,
+# where each decode carries ``1 + num_spec_tokens`` tokens. A product with the tokens per
+# request converts a request count into tokens.
+REQUEST_SOURCE_ATTRS = frozenset({"max_num_reqs", "max_num_seqs"})
+TOKEN_BOUND_STORES = frozenset({"_decode_cudagraph_max_bs"})
+TOKENS_PER_REQUEST = frozenset(
+    {
+        "num_spec_tokens",
+        "num_speculative_tokens",
+        "num_spec",
+        "decode_query_len",
+        "uniform_decode_query_len",
+        "num_query_per_req",
+    }
+)
+REQUEST_NEEDLES = needles_of(REQUEST_SOURCE_ATTRS)
+REQUEST_SOURCE_NAMES = tuple(sorted(REQUEST_SOURCE_ATTRS))
+_STORES = tuple(n.encode() for n in sorted(TOKEN_BOUND_STORES))
+
 NEEDLES = needles_of(SOURCE_ATTRS | SOURCE_LISTS | SOURCE_PARAMS)
 SOURCE_NAMES = tuple(sorted(SOURCE_ATTRS | SOURCE_LISTS | SOURCE_PARAMS))
 # Every sink above names one of these words (tests/static/test_cgg003.py): a builder's name
@@ -107,6 +127,28 @@ def model() -> Model:
     )
 
 
+def mentions_token_bound(text: str | bytes) -> bool:
+    """May the text hold a store of a decode CUDA-graph bound counted in tokens?"""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return any(n in data for n in _STORES)
+
+
+def requests_model() -> Model:
+    """The reverse configuration: request counts followed to a bound counted in tokens,
+    converted by a product with the tokens each request decodes."""
+    return dataclasses.replace(
+        capture_model.model(),
+        source_attrs=REQUEST_SOURCE_ATTRS,
+        source_lists=frozenset(),
+        request_counts=frozenset(),
+        token_counts=frozenset(),
+        store_sinks=TOKEN_BOUND_STORES,
+        param_sinks=(),
+        placement_names=re.compile(r"(?!)"),
+        converting_factors=TOKENS_PER_REQUEST,
+    )
+
+
 def message(hit: Hit) -> str:
     """One line: what meets what, and what belongs there (the page says why)."""
     from cgguard.static.core import ir
@@ -116,6 +158,11 @@ def message(hit: Hit) -> str:
     if named is None and isinstance(hit.source, ir.Name):
         named = hit.source.id  # a parameter holding the count (SOURCE_PARAMS)
     source = f"`{named or 'a token count'}`"
+    if hit.sink.rsplit(".", 1)[-1] in TOKEN_BOUND_STORES:
+        return (
+            f"`{hit.sink}` (tokens: each decode carries `1 + num_spec_tokens`) gets {source}, "
+            "a request count; multiply it by the tokens per request"
+        )
     if hit.sink.startswith("compared with "):
         other = hit.sink.removeprefix("compared with ")
         return (

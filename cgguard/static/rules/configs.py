@@ -87,7 +87,22 @@ TOKENS_WHERE_REQUESTS_BELONG = Configuration(
     follows_imports=False,
 )
 
-CONFIGURATIONS: tuple[Configuration, ...] = (CAPTURE_SIZE_BLOCKS, TOKENS_WHERE_REQUESTS_BELONG)
+REQUESTS_WHERE_TOKENS_BELONG = Configuration(
+    name="requests-where-tokens-belong",
+    rules=((TOKEN, cgg003.CODE), (MAX, cgg003.CODE)),
+    model=cgg003.requests_model,
+    needles=cgg003.REQUEST_NEEDLES,
+    source_names=cgg003.REQUEST_SOURCE_NAMES,
+    mentions_sink_word=cgg003.mentions_token_bound,
+    # The bound is set and read in the attention builder that names it.
+    follows_imports=False,
+)
+
+CONFIGURATIONS: tuple[Configuration, ...] = (
+    CAPTURE_SIZE_BLOCKS,
+    TOKENS_WHERE_REQUESTS_BELONG,
+    REQUESTS_WHERE_TOKENS_BELONG,
+)
 
 
 def selected(is_selected: Callable[[str], bool] | None) -> tuple[Configuration, ...]:
