@@ -4,7 +4,7 @@ parsed.
 
 A class's members carry a count only where a module that names a source defines them (a
 method of another module cannot read one but through its own flow, which starts at a
-source). So the members a subclass takes from its bases (``Program._imported_words``) come
+source). So the members a subclass takes from its bases (``Lending.imported_words``) come
 from the classes of modules naming a source among its bases and theirs. The modules between
 are only looked through: their import statements and class headers say where a base is
 defined, and the outline holds exactly that.

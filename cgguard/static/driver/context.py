@@ -120,7 +120,7 @@ class RunContext:
         ``root`` that names no source)? Only through a name it imports from a module naming
         a source (a helper returning a count, a class whose members carry one) or a member
         of a base class that such a module defines: before the core walks a parsed module,
-        it collects those names (``Program._imported_words``), and a scope holding none of
+        it collects those names (``Lending.imported_words``), and a scope holding none of
         them, nor a source, is not walked. They are asked here of the file's outline
         instead (its import statements and class headers, read from its text:
         :mod:`cgguard.static.core.outlines`). Where the text, its import statements left

@@ -1,0 +1,139 @@
+"""A module's hits: its scopes walked where their text holds a word that can carry a count
+(a source's name, or one another module lends: :mod:`.lending`), the hits placed
+(:mod:`.placement`), marked where a flow tests the source for None, and settled to a fixpoint
+of the summaries they read (:class:`~.fixpoint.Fixpoint`). Also the hits that land in a
+module from the project's modules that import its helpers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cgguard.static.core import ir
+from cgguard.static.core.flow import MAX, TOKEN, FunctionInfo, Hit, ScopeFlow, source_name
+from cgguard.static.core.lending import Lending
+from cgguard.static.core.patterns import Model
+from cgguard.static.core.placement import Placement
+from cgguard.static.core.project import ClassInfo, ModuleInfo
+from cgguard.static.core.scope import ScopeResolver
+from cgguard.static.core.summaries import Summaries
+from cgguard.static.core.walks import all_functions, class_and_module_scopes, functions_inside
+from cgguard.static.core.words import mentions
+
+
+class ModuleHits:
+    """Finds the hits of the modules of one project, for one model."""
+
+    def __init__(self, model: Model, summaries: Summaries, lending: Lending, placement: Placement):
+        self.model, self.summaries = model, summaries
+        self.index, self.fixpoint = summaries.index, summaries.fixpoint
+        self.lending, self.placement = lending, placement
+
+    def hits(self, module: ModuleInfo) -> list[Hit]:
+        """Every hit in ``module``'s own code, helpers' counts followed to their callers.
+
+        Only scopes whose text names a source, or a member found to carry one, are walked:
+        the rest cannot hold a hit (what they call is summarised when a walk asks). Where a
+        summary was read while it was computed (recursion) and turned out otherwise, the
+        summaries are computed again with the last round's as guesses, until they settle.
+        """
+        return self.fixpoint.settle(lambda: self.once(module))
+
+    def once(self, module: ModuleInfo) -> list[Hit]:
+        lines = self.index.lines(module)
+        words = set(self.index.source_words) | self.lending.imported_words(module)
+        funcs = list(all_functions(module))
+        flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
+        done: set[int] = set()
+        for _ in range(64):
+            todo = [
+                f for f in funcs if id(f.node) not in done and mentions(lines, f.node.span, words)
+            ]
+            if not todo:
+                break
+            for func in todo:
+                done.add(id(func.node))
+                funcs.extend(functions_inside(func, lines))
+                flow = self.summaries.function_flow(func, walk=True)
+                if flow is None:
+                    continue
+                flows.append((flow, func))
+                if flow.returns or flow.returns_list:
+                    words.add(func.name)
+                words.update(st.attr for st in flow.stored if st.attr)
+                words.update(flow.stored_lists)
+        for scope, cls in class_and_module_scopes(module):
+            # The scope's own statements: its functions and classes are scopes of their own.
+            stmts = tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef))
+            if not any(mentions(lines, st.span, words) for st in stmts):
+                continue
+            flow = ScopeFlow(
+                self.model,
+                None,
+                (),
+                ScopeResolver(self.summaries, module, self._class_info(module, cls)),
+                function=False,
+            )
+            flow.run(stmts)
+            flows.append((flow, None))
+        return self._none_tested(self.placement.place(module, flows), flows)
+
+    def _none_tested(
+        self, hits: list[Hit], flows: list[tuple[ScopeFlow, FunctionInfo | None]]
+    ) -> list[Hit]:
+        """Mark the hits whose source's value some flow read so far tests for None (the
+        module's scopes, and the helpers and members followed to them), and the hits of
+        this module whose source reads what one of its own scopes tests for None under any
+        name (``self.graph_tokens is None`` where ``graph_tokens`` holds the capture size
+        makes every capture-size read of the module suspect)."""
+        if not hits:
+            return hits
+        tested: set[int] = set()
+        names: set[str] = set()
+        for flow, _ in flows:
+            tested |= flow.none_tested
+            names |= flow.none_tested_names
+        for facts in self.fixpoint.facts.values():
+            if facts.flow is not None:
+                tested |= facts.flow.none_tested
+
+        def marked(hit: Hit) -> bool:
+            if id(hit.source) in tested:
+                return True
+            return hit.path is None and source_name(hit.source) in names
+
+        return [replace(h, none_tested=True) if marked(h) else h for h in hits]
+
+    def landing_hits(self, module: ModuleInfo) -> list[Hit]:
+        """Hits that land in ``module`` from the project's other modules: at the return of a
+        helper of it that every importer takes as a block count."""
+        names = set()
+        for func in module.functions.values():
+            if not mentions(self.index.lines(module), func.node.span, set(self.index.source_words)):
+                continue
+            summary = self.summaries.summary(func)
+            if summary is not None and summary.kind in (TOKEN, MAX):
+                names.add(func.name)
+        if not names or self.index.root is None or module.dotted is None:
+            return []
+        found: list[Hit] = []
+        leaf = module.dotted.rsplit(".", 1)[-1]
+        # Asked of each file's bytes: a UTF-8 text holds a word exactly where its bytes hold
+        # the word's, and most files are never decoded.
+        helpers = [n.encode() for n in sorted(names)]
+        for path in self.index.project_files():
+            if path == module.path:
+                continue
+            data = self.index.read_bytes(path)
+            if data is None or b"import" not in data or leaf.encode() not in data:
+                continue
+            if not any(n in data for n in helpers):
+                continue
+            other = self.index.module_at(path)
+            if other is not None:
+                found += [h for h in self.hits(other) if h.path == module.path]
+        return found
+
+    def _class_info(self, module: ModuleInfo, node: ir.ClassDef | None) -> ClassInfo | None:
+        if node is None:
+            return None
+        return next((c for c in module.classes.values() if c.node is node), None)

@@ -1,0 +1,334 @@
+"""Per function, on demand: what its return carries (a source's count, from which tuple
+element), which parameters reach its return, a sink, or an attribute of ``self``; per class
+member, what the methods setting it store. Each is a flow of the function's body
+(:class:`~.flow.ScopeFlow`) whose calls :class:`~.scope.ScopeResolver` resolves, kept in the
+run's :class:`~.fixpoint.Fixpoint`. A function whose text shows it can carry nothing is
+not walked for it (:meth:`Summaries._worth`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import partial
+
+from cgguard.static.core import ir
+from cgguard.static.core.calls import Calls
+from cgguard.static.core.classes import Classes
+from cgguard.static.core.fixpoint import Fixpoint, FunctionFacts
+from cgguard.static.core.flow import REQUESTS, FunctionInfo, Passed, ScopeFlow, Summary
+from cgguard.static.core.patterns import Model
+from cgguard.static.core.project import ClassInfo, ModuleInfo, ProjectIndex
+from cgguard.static.core.scope import ClassFactsView, ScopeResolver
+from cgguard.static.core.walks import returns_of
+from cgguard.static.core.words import attrs_assigned_from, mentions
+
+
+class Summaries:
+    """The summaries of the project's functions and class members for one model."""
+
+    def __init__(
+        self,
+        model: Model,
+        index: ProjectIndex,
+        classes: Classes,
+        calls: Calls,
+        fixpoint: Fixpoint,
+    ):
+        self.model, self.index, self.classes, self.calls = model, index, classes, calls
+        self.fixpoint = fixpoint
+
+    def function_flow(
+        self, func: FunctionInfo, *, walk: bool = False, reading: tuple | None = None
+    ) -> ScopeFlow | None:
+        """The function's own flow (its sources to its sinks, returns and stores); None for
+        one whose text shows it can carry nothing, unless ``walk`` (its module's hits).
+        ``reading``: the part of it the caller looks at (``("returns", id)``, ``("stored",
+        id, attr)``): a read while it is computed then waits only on that part."""
+        key = ("flow", id(func.node))
+        facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
+        if facts.busy:
+            return self.fixpoint.busy(reading or key)  # type: ignore[return-value]
+        if facts.flow is not None:
+            self.fixpoint.note(reading or key)
+            return facts.flow
+        if not walk and not self._worth(func):
+            return None
+        facts.busy = True
+        self.fixpoint.computing(key)
+        try:
+            module = self.index.module_at(func.path)
+            if module is None:
+                return None
+            self.index.local_imports(module, func)
+            cls = self.classes.class_of(func)
+            flow = ScopeFlow(
+                self.model,
+                ClassFactsView(self.classes, cls) if cls is not None else None,
+                func.node.params,
+                ScopeResolver(self, module, cls),
+            )
+            flow.run(ir.body_of(func.node))
+            facts.flow = flow
+        finally:
+            facts.busy = False
+            self.fixpoint.computed(key)
+        return facts.flow
+
+    def param_flow(self, func: FunctionInfo, param: str, listed: bool = False) -> ScopeFlow | None:
+        """The function's flow with ``param`` carrying a count of its own (``listed``: a list
+        of counts, such as the capture sizes)."""
+        slot = (param, listed)
+        key = ("param", id(func.node), slot)
+        facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
+        if slot in facts.params_busy:
+            return self.fixpoint.busy(key)  # type: ignore[return-value]
+        if slot in facts.params:
+            self.fixpoint.note(key)
+            return facts.params[slot]
+        facts.params_busy.add(slot)
+        self.fixpoint.computing(key)
+        try:
+            module = self.index.module_at(func.path)
+            if module is None:
+                return None
+            cls = self.classes.class_of(func)
+            flow = ScopeFlow(
+                self.model,
+                ClassFactsView(self.classes, cls) if cls is not None else None,
+                (),
+                ScopeResolver(self, module, cls),
+                summarising=True,
+            )
+            flow.seed_params([param], func.node.params, listed=listed)
+            flow.run(ir.body_of(func.node))
+            facts.params[slot] = flow
+        finally:
+            facts.params_busy.discard(slot)
+            self.fixpoint.computed(key)
+        return facts.params[slot]
+
+    def from_list(
+        self, func: FunctionInfo, call: ir.Call, listed: Callable[[ir.Expr], bool]
+    ) -> tuple[str | None, bool]:
+        """What ``func`` returns of the lists of counts ``call`` hands it (``listed`` tells
+        one): the kind of the count it picks from one (its largest, its last) or None, and
+        whether it returns one (a sorted copy)."""
+        kind, returns_list = None, False
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is None or not listed(arg):
+                continue
+            flow = self.param_flow(func, param, listed=True)
+            if flow is None:
+                continue
+            if kind is None and flow.returns:
+                kind = flow.returns[0].taint.kind
+            returns_list = returns_list or flow.returns_list
+        return kind, returns_list
+
+    def _worth(self, func: FunctionInfo) -> bool:
+        """Can the function's own flow find anything? Only if its text names a source or a
+        request count, or calls a function of its module that can (decided on the text)."""
+        module = self.index.module_at(func.path)
+        if module is None:
+            return False
+        if module.carriers is None:
+            module.carriers = self._carriers(module)
+        return (
+            id(func.node) in module.carriers
+            or func.cls is None
+            and func.name not in (module.functions)
+        )
+
+    def _carriers(self, module: ModuleInfo) -> set[int]:
+        """Ids of the module's functions whose text names a source or a request count, or the
+        name of one that does, to a fixpoint (text only: nothing is lowered for it)."""
+        lines = self.index.lines(module)
+        funcs = [*module.functions.values()]
+        for cls in module.classes.values():
+            funcs.extend(cls.methods.values())
+        words = set(self.index.source_words) | self._imported_names(module)
+        found: set[int] = set()
+        while True:
+            new = [
+                f for f in funcs if id(f.node) not in found and mentions(lines, f.node.span, words)
+            ]
+            if not new:
+                return found
+            for f in new:
+                found.add(id(f.node))
+                words.add(f.name)
+                words |= attrs_assigned_from(lines, f.node.span, words)
+
+    def _imported_names(self, module: ModuleInfo) -> set[str]:
+        """Names the module imports from project modules whose text names a source: a helper
+        there may return a count. One imported from a module that names none cannot (a call's
+        summary is not looked for there either: :meth:`.scope.ScopeResolver.member`). A name its module
+        cannot bind to a function (a class) brings one only through its static and class
+        methods: it is the word ``Name.``, and ``Name(...)`` is not a use of it (the members
+        of an object it builds are words of the module's own walk: :meth:`.lending.Lending.imported_words`)."""
+        if self.index.root is None:
+            return set()
+        self.index.read_local_imports(module)
+        names: set[str] = set()
+        for local, (name, attr) in module.imports.items():
+            sub = self.index.submodule(name, attr)
+            if sub is not None and self.index.may_name_a_source(sub):
+                names.add(local)  # ``from package import module``
+            elif self.index.may_name_a_source(name):
+                plain = attr is not None and not self.index.may_bind_function(name, attr)
+                names.add(f"{local}." if plain else local)
+        return names
+
+    def summary(self, func: FunctionInfo) -> Summary | None:
+        """What the function's return carries (a source's count), or None."""
+        flow = self.function_flow(func, reading=("returns", id(func.node)))
+        if flow is None or not flow.returns:
+            return None
+        first = flow.returns[0]
+        rets = [r for r in flow.returns if r.index == first.index]
+        return Summary(
+            func,
+            first.taint.kind,
+            first.taint.source,
+            first.chain,
+            rets,
+            first.index,
+            None,
+            func.path,
+        )
+
+    def returns_requests(self, func: FunctionInfo) -> bool:
+        """Does the function return a request count (a helper or a property)?"""
+        key = ("requests", id(func.node))
+        facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
+        if facts.requests_busy:
+            return bool(self.fixpoint.busy(key))
+        if facts.requests is not None:
+            self.fixpoint.note(key)
+            return facts.requests
+        facts.requests = False
+        facts.requests_busy = True
+        self.fixpoint.computing(key)
+        try:
+            facts.requests = self._returns_requests(func)
+        finally:
+            facts.requests_busy = False
+            self.fixpoint.computed(key)
+        return facts.requests
+
+    def _returns_requests(self, func: FunctionInfo) -> bool:
+        module = self.index.module_at(func.path)
+        text = (
+            "".join(self.index.lines(module)[func.node.span.line - 1 : func.node.span.end_line])
+            if module
+            else ""
+        )
+        if "return" not in text or not any(n in text for n in self.model.request_counts):
+            return False
+        flow = self.function_flow(func, walk=True)
+        return flow is not None and any(
+            stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS
+            for stmt in returns_of(ir.body_of(func.node))
+        )
+
+    def attr_summary(self, cls: ClassInfo, name: str) -> Summary | None:
+        key = (id(cls.node), name)
+        read = ("attr", *key)
+        if key in self.fixpoint.attrs_busy:
+            return self.fixpoint.busy(read)  # type: ignore[return-value]
+        if key in self.fixpoint.attr_summaries:
+            self.fixpoint.note(read)
+            return self.fixpoint.attr_summaries[key]
+        self.fixpoint.attrs_busy.add(key)
+        self.fixpoint.computing(read)
+        try:
+            found = self._attr_summary(cls, name)
+        finally:
+            self.fixpoint.attrs_busy.discard(key)
+            self.fixpoint.computed(read)
+        self.fixpoint.attr_summaries[key] = found
+        return found
+
+    def _attr_summary(self, cls: ClassInfo, name: str) -> Summary | None:
+        found: Summary | None = None
+        for klass in self.classes.mro(cls):
+            for func in self.classes.setters(klass).get(name, ()):
+                flow = self.function_flow(func, reading=("stored", id(func.node), name))
+                if flow is None:
+                    continue
+                for st in flow.stored:
+                    if st.attr != name:
+                        continue
+                    if found is None:
+                        found = Summary(
+                            func,
+                            st.taint.kind,
+                            st.taint.source,
+                            st.chain,
+                            [st],
+                            None,
+                            name,
+                            func.path,
+                        )
+                    else:
+                        found.returns.append(st)
+        return found
+
+    def param_returns(self, func: FunctionInfo, param: str) -> list[tuple[str, int | None]]:
+        """(kind, tuple index or None) for each way ``param`` reaches the return."""
+        flow = self.param_flow(func, param)
+        kinds: list[tuple[str, int | None]] = []
+        for ret in [] if flow is None else flow.returns:
+            if (ret.taint.kind, ret.index) not in kinds:
+                kinds.append((ret.taint.kind, ret.index))
+        return kinds
+
+    def passing(self, func: FunctionInfo, call: ir.Call) -> Passed | None:
+        args: list[tuple[ir.Expr, Callable[[], list[tuple[str, int | None]]]]] = []
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is not None:
+                args.append((arg, partial(self.param_returns, func, param)))
+        return (func.name, args) if args else None
+
+    def sinking(
+        self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[ir.Expr, str]]:
+        out = []
+        for arg, flow in self.handed(func, call, tainted):
+            for _, sink in flow.sunk_params[:1]:
+                out.append((arg, f"{sink} in {func.name}()"))
+        return out
+
+    def dict_entries(
+        self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> list[tuple[str, ir.Expr]]:
+        """(sink key, argument) for each argument ``func`` returns in a dict under a sink key."""
+        return [
+            (key, arg)
+            for arg, flow in self.handed(func, call, tainted)
+            for _, key in flow.returned_keys
+        ]
+
+    def handed(
+        self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]
+    ) -> Iterator[tuple[ir.Expr, ScopeFlow]]:
+        """Each argument of ``call`` that ``tainted`` holds, with ``func``'s flow of the
+        parameter it fills carrying a count of its own."""
+        for param in _passable(func):
+            arg = _argument(call, func, param)
+            if arg is not None and tainted(arg):
+                flow = self.param_flow(func, param)
+                if flow is not None:
+                    yield arg, flow
+
+
+def _passable(func: FunctionInfo) -> list[str]:
+    names = func.names()
+    return names[1:] if func.implicit_first else names
+
+
+def _argument(call: ir.Call, func: FunctionInfo, param: str) -> ir.Expr | None:
+    from cgguard.static.core.flow import call_argument
+
+    return call_argument(call, func, param)
