@@ -130,8 +130,7 @@ TARGET_MANY_FINDINGS_RATIO = 12.0
 TARGET_MANY_FINDINGS_LINEAR = 2.1
 # CGG001/CGG002 alone over the whole tree against the --baseline commit's check (which has
 # those two rules only): no slower. The ratio of the two medians may be up to this much
-# above 1, the noise between runs that take the same path (as for the default against
-# one process below).
+# above 1, the allowance for noise of the default-against-one-process target below.
 TARGET_VS_BASELINE = 1.05
 TARGET_PEAK_RSS_MB = 200.0
 # A fork's checkout (``.git`` and ``pyproject.toml`` at its top: every module a module of
