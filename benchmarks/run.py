@@ -1031,7 +1031,8 @@ def machine_lines(c: Corpora, tools: set[str], work: Path) -> list[str]:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     venv_bin = tools_venv(work) / "bin"
-    versions = [f"cgguard {tool_version([*cgguard_command(), '--version']).split()[-1]}"]
+    # "cgguard 0.1.0 (commit abc123)": the version and, from a checkout, its commit.
+    versions = [f"cgguard {tool_version([*cgguard_command(), '--version']).removeprefix('cgguard ')}"]
     if "semgrep" in tools:
         versions.append(f"semgrep {tool_version([str(venv_bin / 'semgrep'), '--version'], semgrep_environment())}")
     if "fixit" in tools:
