@@ -129,11 +129,7 @@ class Outputs:
             for value in node.values:
                 self.escapes(value)
             return
-        if isinstance(node, ir.Starred):
-            node = node.value
-        taint = self.taint_of(node)
-        if taint is not None and taint.call is not None:
-            self.other_uses.add(ref_id(taint.call))
+        self.used(node)  # an element that leaves is used otherwise, as one handed to a call
 
     def used(self, node: ir.Expr) -> None:
         """``node`` is handed to a call that is no sink (a buffer's size, an unknown helper):
