@@ -539,7 +539,7 @@ def check(
     """
     from cgguard.static.driver import unusednoqa
     from cgguard.static.driver.run import check_paths, check_text
-    from cgguard.static.workflow.formats import STATISTICS_FORMATS, Sources
+    from cgguard.static.workflow.formats import SHOWS_FIX_TEXT, STATISTICS_FORMATS, Sources
     from cgguard.static.workflow.selection import make_filter
 
     paths = paths or (("-",) if stdin_filename else (".",))
@@ -581,7 +581,10 @@ def check(
                 report=report,
             )
         )
-    run = check_paths(paths, finding_filter, settings=settings)
+    # Laying a long fix out as ruff would is most of a finding's cost; only the formats
+    # that print a fix's edits show it.
+    fix_layout = fmt in SHOWS_FIX_TEXT and not (statistics or add_noqa)
+    run = check_paths(paths, finding_filter, settings=settings, fix_layout=fix_layout)
     if unusednoqa.enabled(settings) and not add_noqa:
         unusednoqa.add_unused_directives(run, settings)
     if add_noqa:

@@ -42,7 +42,8 @@ def check_source(
     _check_depth(text, path)
     from cgguard.static.driver import report
 
-    return report.findings(hits, text, source_lines.file_lines(), path, source_lines)
+    lay_out = context is None or context.fix_layout
+    return report.findings(hits, text, source_lines.file_lines(), path, source_lines, lay_out)
 
 
 class SourceLines:

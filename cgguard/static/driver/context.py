@@ -23,9 +23,16 @@ if TYPE_CHECKING:
 
 class RunContext:
     """``is_selected``: whether the run reports a rule code (None: every rule); only the
-    configurations with a selected code run (:func:`cgguard.static.rules.configs.selected`)."""
+    configurations with a selected code run (:func:`cgguard.static.rules.configs.selected`).
+    ``fix_layout``: whether a fix longer than a line is laid out as ``ruff format`` would
+    write it. Only a run that shows or writes a fix's text needs that (``fix``, and
+    ``check`` in the formats that print the edits); the text and GitHub formats print
+    whether a finding is fixable and its message, which the layout never changes."""
 
-    def __init__(self, is_selected: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self, is_selected: Callable[[str], bool] | None = None, *, fix_layout: bool = True
+    ) -> None:
+        self.fix_layout = fix_layout
         self.configurations: Sequence[Configuration] = selected(is_selected)
         # Those that read a file without a sink word for flows other modules complete.
         self.importing = tuple(c for c in self.configurations if c.follows_imports)

@@ -22,9 +22,11 @@ def findings(
     lines: list[str],
     path: str,
     source_lines: Callable[[core.Hit], list[str]],
+    lay_out: bool = True,
 ) -> list[Finding]:
     """The findings of ``hits`` (all in this file), in file order, each once.
-    ``source_lines(hit)``: the lines of the file holding the hit's source."""
+    ``source_lines(hit)``: the lines of the file holding the hit's source. ``lay_out``:
+    whether a fix that does not fit its line is laid out (:func:`.fixes.edit.text_edit`)."""
     from cgguard.static.driver.parse import deep
     from cgguard.static.rules.cgg001 import names_tested_for_none
 
@@ -33,7 +35,8 @@ def findings(
 
     def work() -> list[Finding]:
         return [
-            finding(hit, text, lines, path, source_lines(hit), starts, none_tested) for hit in hits
+            finding(hit, text, lines, path, source_lines(hit), starts, none_tested, lay_out)
+            for hit in hits
         ]
 
     # libcst recurses once per nesting level: a deeply nested statement needs a large stack.
@@ -49,12 +52,13 @@ def finding(
     source_lines: list[str] | None = None,
     line_starts: list[int] | None = None,
     none_tested: frozenset[str] | None = None,
+    lay_out: bool = True,
 ) -> Finding:
     """One hit's finding: where, what the rule says, and its fix as a text edit."""
     from cgguard.static.fixes.edit import text_edit
     from cgguard.static.rules.verdict import verdict
 
-    edit = text_edit(hit, lines, line_starts)
+    edit = text_edit(hit, lines, line_starts, lay_out)
     said = verdict(hit, text, lines, source_lines, edit is not None, none_tested)
     fix = None
     if edit is not None and said.applicability is not None and said.description is not None:

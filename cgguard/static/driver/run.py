@@ -374,12 +374,18 @@ def _not_checked(path: str, error: FileError) -> FileResult:
 
 
 def check_paths(
-    paths: Iterable[str], finding_filter: FindingFilter | None = None, *, settings=None
+    paths: Iterable[str],
+    finding_filter: FindingFilter | None = None,
+    *,
+    settings=None,
+    fix_layout: bool = True,
 ) -> RunResult:
+    """``fix_layout``: False for a run that never shows a fix's text (see
+    :class:`.context.RunContext`); its findings, messages and fixability are the same."""
     from cgguard.static.driver.parallel import Later, map_files
 
     # One run's reading of each project (roots, modules, summaries), shared by its files.
-    context = RunContext(None if settings is None else settings.selected)
+    context = RunContext(None if settings is None else settings.selected, fix_layout=fix_layout)
 
     # Every file goes through the byte screen; what it leaves (text holding a capture
     # size) is the real work. A second process shares both only once that work pays.

@@ -69,9 +69,11 @@ def with_first_arg(call: cst.Call, request: str) -> cst.Call:
     return call.with_changes(args=[first, *call.args])
 
 
-def bounded(hit: Hit, site: Site) -> Replacement | None:
-    """The libcst change for ``hit`` in ``site``, laid out; None without a rewrite target,
-    without a request count, or where the site holds no node at the target's span."""
+def bounded(hit: Hit, site: Site, lay_out: bool = True) -> Replacement | None:
+    """The libcst change for ``hit`` in ``site``, laid out (unless ``lay_out`` is False);
+    None without a rewrite target, without a request count, or where the site holds no
+    node at the target's span. The layout changes how the fix is written, never whether
+    there is one."""
     rw = hit.rewrite
     if rw is None or hit.request is None:
         return None
@@ -81,7 +83,7 @@ def bounded(hit: Hit, site: Site) -> Replacement | None:
     rep = _smallest(target, rw.insert, rw.has_fallback, rw.needs_parens, hit.request)
     if rep is None:
         return None
-    return _laid_out(rep, hit, site)
+    return _laid_out(rep, hit, site) if lay_out else rep
 
 
 def _arg(value: cst.BaseExpression, last: bool = False) -> cst.Arg:

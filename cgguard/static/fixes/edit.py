@@ -78,10 +78,14 @@ def _with_first_arg_text(lines: list[str], call: ir.Call, request: str) -> str:
     return text[:at] + blank + request + "," + after + text[at + len(blank) :]
 
 
-def text_edit(hit: Hit, lines: list[str], line_starts: list[int] | None = None) -> TextEdit | None:
+def text_edit(
+    hit: Hit, lines: list[str], line_starts: list[int] | None = None, lay_out: bool = True
+) -> TextEdit | None:
     """The fix of ``hit`` as a text edit (libcst parses only the statement holding it);
     None where there is no fix (no rewrite target or request count, or nothing parses).
-    ``line_starts``: each line's character offset in the text, when the caller has them."""
+    ``line_starts``: each line's character offset in the text, when the caller has them.
+    ``lay_out``: False leaves a fix longer than its line on one line (a run that never
+    shows or writes the text; whether there is a fix does not depend on it)."""
     rw = hit.rewrite
     if rw is None or hit.request is None or hit.stmt is None:
         return None
@@ -92,7 +96,7 @@ def text_edit(hit: Hit, lines: list[str], line_starts: list[int] | None = None) 
     site = statement_site(hit.stmt, needed, lines)  # type: ignore[arg-type]
     if site is None:
         return None
-    rep = bounded(hit, site)
+    rep = bounded(hit, site, lay_out)
     if rep is None:
         return None
     first, c0, last, c1 = site.span(rep.old)

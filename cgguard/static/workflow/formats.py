@@ -28,6 +28,9 @@ from cgguard.static.workflow.colour import PLAIN, Painter
 
 FORMATS = ("text", "full", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
+# The formats that print a fix's edits (a diff, or the replacement text); the others print
+# only whether a finding is fixable, and how safely.
+SHOWS_FIX_TEXT = ("full", "json", "sarif")
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
