@@ -138,7 +138,7 @@ def _hits(path: Path, lower) -> list[tuple]:
     hits = program.hits(program.add(str(path), text))
     return sorted(
         (
-            h.kind,
+            sorted(h.labels),
             _full(h.node.span),
             h.sink,
             None if h.rewrite is None else _full(h.rewrite.target.span),

@@ -163,17 +163,17 @@ class Fixpoint:
 def gist(key: tuple, summary: object) -> object:
     """What the reader of ``key`` can learn from its value (two rounds agree when these do)."""
     if isinstance(summary, ScopeFlow) and key[0] == "returns":
-        return tuple((r.taint.kind, r.index) for r in summary.returns) or None
+        return tuple((r.taint.labels, r.index) for r in summary.returns) or None
     if isinstance(summary, ScopeFlow) and key[0] == "stored":
-        return tuple(st.taint.kind for st in summary.stored if st.attr == key[2]) or None
+        return tuple(st.taint.labels for st in summary.stored if st.attr == key[2]) or None
     if isinstance(summary, ScopeFlow):
         gist = (
-            tuple((r.taint.kind, r.index) for r in summary.returns),
-            tuple((st.attr, st.taint.kind) for st in summary.stored),
+            tuple((r.taint.labels, r.index) for r in summary.returns),
+            tuple((st.attr, st.taint.labels) for st in summary.stored),
             tuple(summary.sunk_params),
             summary.returns_list,
         )
         return gist if any(gist) else None  # a flow that found nothing reads as none
     if isinstance(summary, Summary):
-        return (summary.kind, summary.index, len(summary.returns))
+        return (summary.labels, summary.index, len(summary.returns))
     return summary or None  # a request count: True, or nothing

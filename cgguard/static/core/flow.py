@@ -48,12 +48,10 @@ from cgguard.static.core.shapes import (
 from cgguard.static.core.sinks import Sinks
 from cgguard.static.core.stores import Stores
 from cgguard.static.core.taint import (
-    MAX,
     REQUEST_COUNT,
     REQUESTS,
     SOURCE_ELEMENT,
     SOURCE_LIST,
-    TOKEN,
     TOKENS,
     FunctionInfo,
     Hit,
@@ -67,9 +65,7 @@ from cgguard.static.core.transfer import Transfer
 from cgguard.static.core.units import Units
 
 __all__ = [
-    "MAX",
     "REQUESTS",
-    "TOKEN",
     "TOKENS",
     "ClassFacts",
     "FunctionInfo",
@@ -163,7 +159,7 @@ class ScopeFlow:
             if p.name in model.request_counts:
                 self.env[p.name] = REQUEST_COUNT
             elif p.name in model.source_params:
-                self.env[p.name] = Taint(TOKEN, ir.Name(p.name, p.span))
+                self.env[p.name] = Taint(model.source_labels, ir.Name(p.name, p.span))
         for p in params:
             if p.default is not None:
                 taint = self.taint_of(p.default)
@@ -190,7 +186,7 @@ class ScopeFlow:
                     continue
                 source = ir.Name(p.name, p.span)
                 self.seed_sources[source] = p.name
-                self.env[p.name] = Taint(TOKEN, source)
+                self.env[p.name] = Taint(self.model.source_labels, source)
 
     def snapshot(self) -> State:
         return State(dict(self.env), dict(self.aliases), self.dead)

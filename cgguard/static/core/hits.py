@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cgguard.static.core import ir
-from cgguard.static.core.flow import MAX, TOKEN, FunctionInfo, Hit, ScopeFlow, source_name
+from cgguard.static.core.flow import FunctionInfo, Hit, ScopeFlow, source_name
 from cgguard.static.core.lending import Lending
 from cgguard.static.core.patterns import Model
 from cgguard.static.core.placement import Placement
@@ -111,7 +111,7 @@ class ModuleHits:
             if not mentions(self.index.lines(module), func.node.span, set(self.index.source_words)):
                 continue
             summary = self.summaries.summary(func)
-            if summary is not None and summary.kind in (TOKEN, MAX):
+            if summary is not None:
                 names.add(func.name)
         if not names or self.index.root is None or module.dotted is None:
             return []

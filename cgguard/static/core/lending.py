@@ -10,7 +10,7 @@ import os
 from cgguard.static.core import ir
 from cgguard.static.core.calls import Calls
 from cgguard.static.core.classes import Classes
-from cgguard.static.core.flow import MAX, TOKEN, FunctionInfo
+from cgguard.static.core.flow import FunctionInfo
 from cgguard.static.core.project import ClassInfo, ModuleInfo, ProjectIndex
 from cgguard.static.core.summaries import Summaries
 from cgguard.static.core.words import called_through, holds_word
@@ -152,4 +152,4 @@ class Lending:
 
     def carries(self, func: FunctionInfo) -> bool:
         summary = self.summaries.summary(func)
-        return summary is not None and summary.kind in (TOKEN, MAX)
+        return summary is not None

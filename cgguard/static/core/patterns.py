@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from cgguard.static.core import ir
 from cgguard.static.core.needles import needles_of
@@ -61,6 +62,14 @@ class Model:
     # Attributes of a class, in order, that give it a request count (and the count's text).
     class_requests: tuple[tuple[str, str], ...]
     runner_classes: re.Pattern[str]  # class names that are a model runner
+    # ---- labels: what a followed value counts --------------------------------------------
+    # A source's value carries ``source_label``; a widening call (``max(x, ...)``) adds
+    # ``widened_label`` (the count or more). A value's labels are a set, and the transfers
+    # join them: a helper that widens what it is handed widens the caller's count, and a
+    # widened count handed through a plain helper stays widened. The core compares labels
+    # only with these two and names none; a rule's configuration says which it reports.
+    source_label: str
+    widened_label: str
     # ---- comparison sinks ----------------------------------------------------------------
     # Names (a local, a parameter, an attribute's last name) of counts a followed value must
     # not be ordered against: ``cap <= num_mamba_cache_blocks`` is a sink when the name is
@@ -76,6 +85,16 @@ class Model:
     # Names whose product with a followed count is a count of another unit, no longer
     # followed: ``(1 + num_spec_tokens) * max_num_reqs`` counts tokens. Empty: none.
     converting_factors: frozenset[str] = frozenset()
+
+    @cached_property
+    def source_labels(self) -> frozenset[str]:
+        """The labels of a source's own value."""
+        return frozenset({self.source_label})
+
+    @cached_property
+    def widened_labels(self) -> frozenset[str]:
+        """What a widening call adds to its argument's labels."""
+        return frozenset({self.widened_label})
 
     # ---- questions the core asks -------------------------------------------------------
 

@@ -91,7 +91,7 @@ class Placement:
                 at = ret.taint.pending
                 extra.append(
                     Hit(
-                        kind=ret.taint.kind,
+                        labels=ret.taint.labels,
                         sink=summary.spelled if at is None else at.sink,
                         node=ret.value if at is None else at.node,
                         source=ret.taint.source,

@@ -22,8 +22,8 @@ class ClassFacts(Protocol):
 
 
 # What a call hands from its arguments to its result: the callee's name and, per argument,
-# a function giving (kind, tuple index or None) for each way its parameter reaches the return.
-Passed = tuple[str, list[tuple[ir.Expr, Callable[[], list[tuple[str, int | None]]]]]]
+# a function giving (labels, tuple index or None) for each way its parameter reaches the return.
+Passed = tuple[str, list[tuple[ir.Expr, Callable[[], list[tuple[frozenset[str], int | None]]]]]]
 
 
 class Resolver(Protocol):
@@ -63,9 +63,9 @@ class Resolver(Protocol):
 
     def from_list(
         self, call: ir.Call, listed: Callable[[ir.Expr], bool]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[frozenset[str] | None, bool]:
         """What the callee returns of the lists of sources ``call`` hands it (``listed``
-        tells one): the kind of the count it picks from one (its largest, its last) or
+        tells one): the labels of the count it picks from one (its largest, its last) or
         None, and whether it returns one (a sorted copy)."""
 
 
@@ -102,5 +102,5 @@ class NoResolver:
 
     def from_list(
         self, call: ir.Call, listed: Callable[[ir.Expr], bool]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[frozenset[str] | None, bool]:
         return None, False

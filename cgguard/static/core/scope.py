@@ -141,7 +141,7 @@ class ScopeResolver:
 
     def from_list(
         self, call: ir.Call, listed: Callable[[ir.Expr], bool]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[frozenset[str] | None, bool]:
         func = self._callee(call)
         if func is None or func.is_property:
             return None, False

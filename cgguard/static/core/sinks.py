@@ -76,7 +76,7 @@ class Sinks:
         request, guessed = self.request_of(taint)
         entry = self.entry(value) if taint.through is not None else None
         return Hit(
-            kind=taint.kind,
+            labels=taint.labels,
             sink=sink,
             node=value if entry is None else entry,
             source=taint.source,

@@ -129,7 +129,7 @@ class Stores:
         taint: Taint | None
         if summary is not None and summary.index is not None and summary.index < len(elements):
             index: int | None = summary.index
-            taint = Taint(summary.kind, summary.source, call=value, helper=summary)
+            taint = Taint(summary.labels, summary.source, call=value, helper=summary)
         elif last_name(value.func) in self.model.tuple_passthrough_calls:
             args = positional(value)
             index, taint = 0, (self.arg_taint(args[0]) if args else None)

@@ -108,11 +108,11 @@ class Summaries:
 
     def from_list(
         self, func: FunctionInfo, call: ir.Call, listed: Callable[[ir.Expr], bool]
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[frozenset[str] | None, bool]:
         """What ``func`` returns of the lists of counts ``call`` hands it (``listed`` tells
-        one): the kind of the count it picks from one (its largest, its last) or None, and
-        whether it returns one (a sorted copy)."""
-        kind, returns_list = None, False
+        one): the labels of the count it picks from one (its largest, its last) or None,
+        and whether it returns one (a sorted copy)."""
+        labels, returns_list = None, False
         for param in _passable(func):
             arg = _argument(call, func, param)
             if arg is None or not listed(arg):
@@ -120,10 +120,10 @@ class Summaries:
             flow = self.param_flow(func, param, listed=True)
             if flow is None:
                 continue
-            if kind is None and flow.returns:
-                kind = flow.returns[0].taint.kind
+            if labels is None and flow.returns:
+                labels = flow.returns[0].taint.labels
             returns_list = returns_list or flow.returns_list
-        return kind, returns_list
+        return labels, returns_list
 
     def _worth(self, func: FunctionInfo) -> bool:
         """Can the function's own flow find anything? Only if its text names a source or a
@@ -188,7 +188,7 @@ class Summaries:
         rets = [r for r in flow.returns if r.index == first.index]
         return Summary(
             func,
-            first.taint.kind,
+            first.taint.labels,
             first.taint.source,
             first.chain,
             rets,
@@ -262,7 +262,7 @@ class Summaries:
                     if found is None:
                         found = Summary(
                             func,
-                            st.taint.kind,
+                            st.taint.labels,
                             st.taint.source,
                             st.chain,
                             [st],
@@ -274,17 +274,19 @@ class Summaries:
                         found.returns.append(st)
         return found
 
-    def param_returns(self, func: FunctionInfo, param: str) -> list[tuple[str, int | None]]:
-        """(kind, tuple index or None) for each way ``param`` reaches the return."""
+    def param_returns(
+        self, func: FunctionInfo, param: str
+    ) -> list[tuple[frozenset[str], int | None]]:
+        """(labels, tuple index or None) for each way ``param`` reaches the return."""
         flow = self.param_flow(func, param)
-        kinds: list[tuple[str, int | None]] = []
+        ways: list[tuple[frozenset[str], int | None]] = []
         for ret in [] if flow is None else flow.returns:
-            if (ret.taint.kind, ret.index) not in kinds:
-                kinds.append((ret.taint.kind, ret.index))
-        return kinds
+            if (ret.taint.labels, ret.index) not in ways:
+                ways.append((ret.taint.labels, ret.index))
+        return ways
 
     def passing(self, func: FunctionInfo, call: ir.Call) -> Passed | None:
-        args: list[tuple[ir.Expr, Callable[[], list[tuple[str, int | None]]]]] = []
+        args: list[tuple[ir.Expr, Callable[[], list[tuple[frozenset[str], int | None]]]]] = []
         for param in _passable(func):
             arg = _argument(call, func, param)
             if arg is not None:

@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from cgguard.static.core import ir
 from cgguard.static.core.patterns import last_name
 
-TOKEN = "token"  # the source's own count (the first rule)
-MAX = "max"  # the count after a widening call (``max()``: the second rule)
-
 REQUESTS = "requests"
 TOKENS = "tokens"
 
@@ -48,7 +45,7 @@ class Rewrite:
 
 @dataclass(frozen=True, eq=False)
 class Hit:
-    kind: str  # TOKEN or MAX
+    labels: frozenset[str]  # what the count reaching the sink counts (the model's labels)
     sink: str  # what receives the count, for the message
     node: ir.Expr  # where the count enters (the finding's place)
     source: ir.Expr  # the source expression
@@ -61,13 +58,13 @@ class Hit:
     path: str | None = None  # the module the hit is in, where not the one analysed
     none_tested: bool = False  # the code tests the source's value for None (any alias)
     # The rule reporting it: the driver stamps it from the configuration whose model the
-    # core ran (the core knows no rule; None: the one model's, by ``kind``).
+    # core ran (the core knows no rule; None: CGG001's configuration's, by ``labels``).
     rule: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
 class Taint:
-    kind: str
+    labels: frozenset[str]  # what the value counts (the model's labels, joined by transfers)
     source: ir.Expr
     reported: bool = False
     pending: Hit | None = None  # made at a block-named local, recorded once it reaches a sink
@@ -96,7 +93,7 @@ class Summary:
     """What a member carries: a function's return, a property, an attribute set on ``self``."""
 
     function: FunctionInfo
-    kind: str
+    labels: frozenset[str]
     source: ir.Expr
     chain: str | None
     returns: list[Returned] = field(default_factory=list)

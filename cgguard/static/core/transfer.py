@@ -17,7 +17,7 @@ from cgguard.static.core.flowstate import Watched
 from cgguard.static.core.patterns import Model, dotted, is_minus_one, last_name, walk
 from cgguard.static.core.resolver import Resolver
 from cgguard.static.core.shapes import getattr_read, int_const, is_name, positional
-from cgguard.static.core.taint import MAX, REQUEST_COUNT, SOURCE_LIST, TOKEN, Taint
+from cgguard.static.core.taint import REQUEST_COUNT, SOURCE_LIST, Taint
 
 _UNKNOWN = object()  # not in taint_of's memo
 
@@ -53,7 +53,7 @@ class Transfer:
     def _taint_of(self, node: ir.Expr) -> Taint | None:
         m = self.model
         if m.is_source(node):
-            return Taint(TOKEN, node)
+            return Taint(m.source_labels, node)
         if isinstance(node, ir.Name | ir.Attribute):
             key = dotted(node)
             value = self.env.get(key) if key else None
@@ -62,12 +62,12 @@ class Transfer:
             if value is None and isinstance(node, ir.Attribute):
                 summary = self.resolver.member(self.built_read(node))
                 if summary is not None and summary.index is None:
-                    return Taint(summary.kind, summary.source, call=node, helper=summary)
+                    return Taint(summary.labels, summary.source, call=node, helper=summary)
             return None
         if isinstance(node, ir.Subscript):
             index = node.index
             if is_minus_one(index) and self.source_list(node.value):
-                return Taint(TOKEN, node)
+                return Taint(m.source_labels, node)
             if isinstance(index, ir.Const) and isinstance(index.value, str):
                 held = self.env.get(f"{dotted(node.value)}[{index.value!r}]")
                 if isinstance(held, Taint):
@@ -75,7 +75,7 @@ class Transfer:
             if isinstance(node.value, ir.Call) and int_const(index) is not None:
                 summary = self.resolver.member(node.value)
                 if summary is not None and summary.index == int_const(index):
-                    return Taint(summary.kind, summary.source, call=node.value, helper=summary)
+                    return Taint(summary.labels, summary.source, call=node.value, helper=summary)
                 return self.passed(node.value, int_const(index))
             return None
         if isinstance(node, ir.BoolOp):
@@ -99,7 +99,7 @@ class Transfer:
             if summary is not None:
                 if summary.index is not None:
                     return None
-                return Taint(summary.kind, summary.source, call=node, helper=summary)
+                return Taint(summary.labels, summary.source, call=node, helper=summary)
             passed = self.passed(self.unpartial(node), None)
             if passed is not None:
                 return passed
@@ -111,7 +111,7 @@ class Transfer:
                 and not args[0].star
                 and self.source_list(args[0].value)
             ):
-                return Taint(TOKEN, node)
+                return Taint(m.source_labels, node)
             if self.hands_list(node):
                 picked, _ = self.resolver.from_list(node, self.handed_list)
                 if picked is not None:
@@ -124,7 +124,7 @@ class Transfer:
                 for a in args:
                     t = self.arg_taint(a)
                     if t:
-                        return replace(t, kind=MAX)
+                        return replace(t, labels=t.labels | m.widened_labels)
                 return None
             if callee in m.passthrough_calls and args:
                 return self.arg_taint(args[0])
@@ -163,9 +163,9 @@ class Transfer:
             taint = self.taint_of(arg)
             if taint is None:
                 continue
-            for kind, at in summary():
+            for labels, at in summary():
                 if at == index:
-                    yield arg, taint, kind, name
+                    yield arg, taint, labels, name
                     break
 
     def entry(self, node: ir.Expr) -> ir.Expr | None:
@@ -187,9 +187,10 @@ class Transfer:
         return None
 
     def passed(self, call: ir.Call, index: int | None) -> Taint | None:
-        for _, taint, kind, name in self._passed_args(call, index):
-            kind = MAX if MAX in (kind, taint.kind) else taint.kind
-            return replace(taint, kind=kind, through=taint.through or f"{name}()")
+        for _, taint, labels, name in self._passed_args(call, index):
+            # What the helper does to what it is handed (widens it, say) joins what it holds.
+            labels = taint.labels | labels
+            return replace(taint, labels=labels, through=taint.through or f"{name}()")
         return None
 
     def source_list(self, node: ir.Expr, depth: int = 0, resolved: bool = True) -> bool:

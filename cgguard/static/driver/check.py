@@ -109,7 +109,7 @@ def core_hits(
         key = module.path
         found = [h for h in program.hits(module) if h.path is None or h.path == key]
         found += [h for h in program.landing_hits(module) if h.path == key]
-        found = [replace(h, rule=configuration.rule_for(h.kind)) for h in found]
+        found = [replace(h, rule=configuration.rule_for(h.labels)) for h in found]
         if lines is None:
             lines = SourceLines(program, key, module.tree)
         else:

@@ -9,12 +9,11 @@ is in scope.
 from __future__ import annotations
 
 from cgguard.static.core import ir
-from cgguard.static.core.flow import TOKEN, Hit
+from cgguard.static.core.flow import Hit
 from cgguard.static.core.patterns import is_name_char
 from cgguard.static.source.findings import SAFE, UNSAFE
 
 CODE = "CGG001"
-KIND = TOKEN
 NAME = "per-token-profiling-blocks"
 
 

@@ -6,11 +6,10 @@ the bound is shown as a suggestion (display-only), never applied.
 
 from __future__ import annotations
 
-from cgguard.static.core.flow import MAX, Hit
+from cgguard.static.core.flow import Hit
 from cgguard.static.source.findings import DISPLAY_ONLY
 
 CODE = "CGG002"
-KIND = MAX
 NAME = "max-with-capture-size-blocks"
 
 

@@ -40,6 +40,8 @@ NAME = "tokens-where-requests-belong"
 TOKEN_BUDGET_ATTRS = frozenset({"max_num_tokens", "max_num_batched_tokens"})
 SOURCE_ATTRS = TOKEN_BUDGET_ATTRS | capture_model.CAPTURE_SIZE_ATTRS
 SOURCE_LISTS = capture_model.CAPTURE_LIST_NAMES
+# What its sources' values count: a batch's tokens (CGG003 reports them widened or not).
+TOKENS_LABEL = "a batch's tokens"
 # A min() with one of these is at most a request count or one sequence's length.
 BOUNDS = frozenset({"max_num_reqs", "max_num_seqs", "max_model_len"})
 # One item's sequence length of the builders of dummy (profiling) inputs: (callee, parameter,
@@ -69,6 +71,8 @@ COMPARE_SINKS = frozenset({"num_mamba_cache_blocks"})
 # request converts a request count into tokens.
 REQUEST_SOURCE_ATTRS = frozenset({"max_num_reqs", "max_num_seqs"})
 TOKEN_BOUND_STORES = frozenset({"_decode_cudagraph_max_bs"})
+# What the reverse's sources count: requests.
+REQUESTS_LABEL = "a batch's requests"
 TOKENS_PER_REQUEST = frozenset(
     {
         "num_spec_tokens",
@@ -124,6 +128,7 @@ def model() -> Model:
         source_params=SOURCE_PARAMS,
         tuple_passthrough_calls=TUPLE_PASSTHROUGH_CALLS,
         placement_names=re.compile(r"(?!)"),  # no local is where a finding goes
+        source_label=TOKENS_LABEL,
     )
 
 
@@ -146,6 +151,7 @@ def requests_model() -> Model:
         param_sinks=(),
         placement_names=re.compile(r"(?!)"),
         converting_factors=TOKENS_PER_REQUEST,
+        source_label=REQUESTS_LABEL,
     )
 
 

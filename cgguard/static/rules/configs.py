@@ -1,9 +1,10 @@
 """The rules as configurations of one engine: what each follows, and which rule reports what.
 
-A :class:`Configuration` is data the driver reads: the core's model (sources, transfers,
-sinks: :class:`cgguard.static.core.patterns.Model`), the byte prefilter's needles and the
-sources' whole names (derived from the model's sources), the words every sink of it names,
-which rule reports each kind of hit the core makes with it, and whether files that name
+A :class:`Configuration` is data the driver reads: the core's model (sources with the label
+their values carry, transfers, sinks: :class:`cgguard.static.core.patterns.Model`), the
+byte prefilter's needles and the sources' whole names (derived from the model's sources),
+the words every sink of it names, which rule reports a hit by the labels its count
+carries, and whether files that name
 no sink word are read for flows that other modules complete. The driver runs the
 configurations the run selects (a rule code selected selects its configuration) and knows
 no rule by name; a new rule is a new entry of :data:`CONFIGURATIONS` and its rule module.
@@ -23,16 +24,12 @@ from cgguard.static.rules import cgg003, model
 if TYPE_CHECKING:
     from cgguard.static.core.patterns import Model
 
-# The core's kinds of hit (``cgguard.static.core.flow.TOKEN`` and ``MAX``), spelled here so
-# the prefilter need not import the core (tests/static/test_configurations.py holds them).
-TOKEN = "token"
-MAX = "max"
-
 
 @dataclass(frozen=True)
 class Configuration:
     name: str
-    rules: tuple[tuple[str, str], ...]  # (the core's kind of hit, the code reporting it)
+    # (a label, the code reporting a hit whose count carries it): the first that matches
+    rules: tuple[tuple[str, str], ...]
     model: Callable[[], Model]  # made per run: the core keeps nothing between runs
     needles: tuple[str, ...]  # one of them is in every source's name
     source_names: tuple[str, ...]  # the sources' names whole
@@ -50,10 +47,14 @@ class Configuration:
 
     @property
     def codes(self) -> tuple[str, ...]:
-        return tuple(code for _, code in self.rules)
+        return tuple(dict.fromkeys(code for _, code in self.rules))
 
-    def rule_for(self, kind: str) -> str:
-        return dict(self.rules)[kind]
+    def rule_for(self, labels: frozenset[str]) -> str:
+        """The code reporting a hit whose count carries ``labels``."""
+        for label, code in self.rules:
+            if label in labels:
+                return code
+        raise ValueError(f"{self.name}: no rule reports a count labelled {sorted(labels)}")
 
     def names_a_source(self, data: bytes) -> bool:
         """Do the bytes hold a source's whole name (the needles first: most files hold none)?"""
@@ -68,7 +69,8 @@ class Configuration:
 
 CAPTURE_SIZE_BLOCKS = Configuration(
     name="capture-size-blocks",
-    rules=((TOKEN, "CGG001"), (MAX, "CGG002")),
+    # A widened capture size is CGG002's; the capture size itself, CGG001's.
+    rules=((model.WIDENED_LABEL, "CGG002"), (model.SOURCE_LABEL, "CGG001")),
     model=model.model,
     needles=model.NEEDLES,
     source_names=model.SOURCE_NAMES,
@@ -77,7 +79,7 @@ CAPTURE_SIZE_BLOCKS = Configuration(
 
 TOKENS_WHERE_REQUESTS_BELONG = Configuration(
     name="tokens-where-requests-belong",
-    rules=((TOKEN, cgg003.CODE), (MAX, cgg003.CODE)),
+    rules=((cgg003.TOKENS_LABEL, cgg003.CODE),),
     model=cgg003.model,
     needles=cgg003.NEEDLES,
     source_names=cgg003.SOURCE_NAMES,
@@ -89,7 +91,7 @@ TOKENS_WHERE_REQUESTS_BELONG = Configuration(
 
 REQUESTS_WHERE_TOKENS_BELONG = Configuration(
     name="requests-where-tokens-belong",
-    rules=((TOKEN, cgg003.CODE), (MAX, cgg003.CODE)),
+    rules=((cgg003.REQUESTS_LABEL, cgg003.CODE),),
     model=cgg003.requests_model,
     needles=cgg003.REQUEST_NEEDLES,
     source_names=cgg003.REQUEST_SOURCE_NAMES,

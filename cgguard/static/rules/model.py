@@ -59,6 +59,14 @@ assert all(any(n in name for n in NEEDLES) for name in CAPTURE_SIZE_ATTRS | CAPT
 # a ``capture_size`` argument) names no source either.
 SOURCE_NAMES = tuple(sorted(CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES))
 
+# ---- labels -------------------------------------------------------------------------
+
+# What a followed value counts: a source's value is a capture size's tokens, and ``max()``
+# of it and other counts widens it (the count or more). CGG001 reports the first reaching a
+# sink, CGG002 a widened one (rules/configs.py).
+SOURCE_LABEL = "capture-size tokens"
+WIDENED_LABEL = "widened by max()"
+
 # ---- propagators --------------------------------------------------------------------
 
 # Calls that hand their first argument through unchanged in magnitude.
@@ -203,6 +211,8 @@ def model() -> Model:
             ("model_runner", "self.model_runner.max_num_reqs"),
         ),
         runner_classes=re.compile(r"ModelRunner"),
+        source_label=SOURCE_LABEL,
+        widened_label=WIDENED_LABEL,
     )
 
 

@@ -158,6 +158,19 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "through imports and aliases",
         "imports_aliased_base_class, imports_alias_not_a_runner, bases_*",
     ),
+    "source_label": (
+        "labels",
+        "what a source's value counts; a hit whose count carries it alone is CGG001's "
+        "(rules/configs.py; CGG003's models name a batch's tokens and its requests)",
+        "helper_return, old_names_and_lists",
+    ),
+    "widened_label": (
+        "labels",
+        "what `max()` of a followed count and others adds to its labels (the count or more); "
+        "a hit whose count carries it is CGG002's, also through a helper that widens what it "
+        "is handed",
+        "params_module_and_static, precision_max_of_min",
+    ),
     "compare_sinks": (
         "sinks",
         "names of counts a followed value may not be ordered against (`<`, `<=`, `>`, `>=`); "

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cgguard.static.core.flow import MAX, TOKEN, Hit
+from cgguard.static.core.flow import Hit
 from cgguard.static.fixes.edit import bound_text, shorten
 from cgguard.static.rules import cgg001, cgg002, cgg003
+from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
 from cgguard.static.rules.messages import message_for
 from cgguard.static.source.findings import UNSAFE
 
-# The rule modules by code (a hit the driver ran carries its rule's code), and by the core's
-# kind for a hit of CGG001's model made without the driver (tests, tools of the core).
+# The rule modules by code. A hit the driver ran carries its rule's code; one of CGG001's
+# model made without the driver (tests, tools of the core) is that configuration's, by the
+# labels its count carries.
 RULES = {cgg001.CODE: cgg001, cgg002.CODE: cgg002, cgg003.CODE: cgg003}
-BY_KIND = {TOKEN: cgg001, MAX: cgg002}
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def verdict(
     and the code parses there); ``source_lines``: the lines of the module holding the hit's
     source, where it is not this file; ``none_tested``: the names ``text`` tests for None
     (:func:`cgguard.static.rules.cgg001.names_tested_for_none`), when the caller has them."""
-    rule = RULES[hit.rule] if hit.rule is not None else BY_KIND[hit.kind]
+    rule = RULES[hit.rule or CAPTURE_SIZE_BLOCKS.rule_for(hit.labels)]
     bound = bound_text(hit, lines, source_lines)
     applicability = description = None
     if fixable:
