@@ -538,6 +538,7 @@ def check(
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
     """
     from cgguard.static.driver import unusednoqa
+    from cgguard.static.driver.context import RunContext
     from cgguard.static.driver.run import check_paths, check_text
     from cgguard.static.workflow.formats import SHOWS_FIX_TEXT, STATISTICS_FORMATS, Sources
     from cgguard.static.workflow.selection import make_filter
@@ -564,10 +565,14 @@ def check(
 
         sys.exit(print_files(paths, stdin_filename, settings, quiet=quiet))
     finding_filter = make_filter(settings)
+    # Laying a long fix out as ruff would is most of a finding's cost; only the formats
+    # that print a fix's edits show it.
+    fix_layout = fmt in SHOWS_FIX_TEXT and not (statistics or add_noqa)
     if paths == ("-",):
         name, source, _, run = _stdin(stdin_filename, settings)
         if source is not None:
-            run.files.append(check_text(source.text, name, finding_filter))
+            alone = RunContext(fix_layout=fix_layout)  # this text alone, as a file of no project
+            run.files.append(check_text(source.text, name, finding_filter, alone))
             if unusednoqa.enabled(settings) and run.files[-1].checked:
                 run.files[-1].findings += unusednoqa.unused_in_text(source.text, name, settings)
         sources = Sources({name: source.text} if source is not None else {})
@@ -581,9 +586,6 @@ def check(
                 report=report,
             )
         )
-    # Laying a long fix out as ruff would is most of a finding's cost; only the formats
-    # that print a fix's edits show it.
-    fix_layout = fmt in SHOWS_FIX_TEXT and not (statistics or add_noqa)
     run = check_paths(paths, finding_filter, settings=settings, fix_layout=fix_layout)
     if unusednoqa.enabled(settings) and not add_noqa:
         unusednoqa.add_unused_directives(run, settings)

@@ -63,11 +63,13 @@ main(sys.argv[1:], prog_name="cgguard")
 
 def _run(tmp_path: Path, *args: str, forced: bool = False) -> tuple[str, int]:
     env = dict(os.environ, CGGUARD_JOBS="1", NO_COLOR="1")
+    stdin = SOURCE if "-" in args else None
     if forced:
         env["LAYOUT_FORCED"] = "1"
     proc = subprocess.run(
         [sys.executable, "-c", WRAPPER, *args],
         cwd=tmp_path,
+        input=stdin,
         capture_output=True,
         text=True,
         env=env,
@@ -92,8 +94,9 @@ def project(tmp_path: Path) -> Path:
         ("check", "--format", "github", "plugin.py"),
         ("check", "--statistics", "plugin.py"),
         ("check", "--statistics", "--format", "json", "plugin.py"),
+        ("check", "--stdin-filename", "plugin.py", "-"),
     ],
-    ids=["text", "github", "statistics", "statistics-json"],
+    ids=["text", "github", "statistics", "statistics-json", "stdin"],
 )
 def test_formats_that_never_show_a_fix_skip_its_layout(project: Path, args) -> None:
     out, calls = _run(project, *args)
@@ -105,8 +108,10 @@ def test_formats_that_never_show_a_fix_skip_its_layout(project: Path, args) -> N
 
 
 @pytest.mark.parametrize("fmt", ["full", "json", "sarif"])
-def test_formats_that_show_a_fix_lay_it_out(project: Path, fmt: str) -> None:
-    out, calls = _run(project, "check", "--format", fmt, "plugin.py")
+@pytest.mark.parametrize("where", ["plugin.py", "-"], ids=["file", "stdin"])
+def test_formats_that_show_a_fix_lay_it_out(project: Path, fmt: str, where: str) -> None:
+    named = ("--stdin-filename", "plugin.py") if where == "-" else ()
+    out, calls = _run(project, "check", "--format", fmt, *named, where)
     assert calls == 1
     if fmt == "json":
         (finding,) = json.loads(out)
