@@ -4,10 +4,10 @@ A :class:`Configuration` is data the driver reads: the core's model (sources wit
 their values carry, transfers, sinks: :class:`cgguard.static.core.patterns.Model`), the
 byte prefilter's needles and the sources' whole names (derived from the model's sources),
 the words every sink of it names, which rule reports a hit by the labels its count
-carries, and whether files that name
-no sink word are read for flows that other modules complete. The driver runs the
-configurations the run selects (a rule code selected selects its configuration) and knows
-no rule by name; a new rule is a new entry of :data:`CONFIGURATIONS` and its rule module.
+carries, and whether files that name no sink word are read for flows that other modules
+complete. The driver runs the configurations the run selects (a rule code selected
+selects its configuration) and knows no rule by name; a new rule is a new entry of
+:data:`CONFIGURATIONS` and its rule module.
 
 Keep this module free of the core's form at import: the byte prefilter reads it before
 anything is parsed.
