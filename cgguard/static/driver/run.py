@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from cgguard.static.driver.context import RunContext
-from cgguard.static.driver.fixer import fix_text
 from cgguard.static.driver.prefilter import mentions_sink_word, plain_bytes
 from cgguard.static.source import sourcefile
 from cgguard.static.source.findings import FileError, Finding
@@ -235,6 +234,9 @@ def fix_source_text(
     ``context``: what the run has read (:class:`.context.RunContext`), for the check and for
     the checks of the fixed text; the caller has it forget the file when the text changed
     (:func:`fix_paths`), so other files read it as it is on disk."""
+    # Imported here: a check never loads the fixer.
+    from cgguard.static.driver.fixer import fix_text
+
     result = check_text(text, path, finding_filter, context)
     if result.error is not None:
         return result
