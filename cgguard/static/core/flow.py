@@ -87,9 +87,9 @@ __all__ = [
     "unpack_pairs",
 ]
 
-# Nodes with no node inside: nothing to look into.
-_LEAVES = frozenset({ir.Name, ir.Const})
-_SKIPPED = (ir.Lambda, ir.Comprehension)
+# What expr() does not look into: nodes with no node inside, and lambdas and comprehensions
+# (scopes of their own).
+_NOTHING_INSIDE = frozenset({ir.Name, ir.Const, ir.Lambda, ir.Comprehension})
 
 
 class ScopeFlow:
@@ -316,22 +316,25 @@ class ScopeFlow:
 
     def expr(self, node: ir.Expr) -> None:
         """Find sinks inside an expression: keywords, builder arguments, walrus targets."""
+        # The node classes have no subclasses: ``type(cur) is`` is ``isinstance`` here.
         stack: list[object] = [node]
+        pop, push, children = stack.pop, stack.extend, ir.children
         while stack:
-            cur = stack.pop()
-            if type(cur) in _LEAVES or isinstance(cur, _SKIPPED):
+            cur = pop()
+            kind = type(cur)
+            if kind in _NOTHING_INSIDE:
                 continue
-            if isinstance(cur, ir.NamedExpr):
-                self.expr(cur.value)
-                self.assign(cur.target, cur.value)
+            if kind is ir.Call:
+                self.call(cur)  # type: ignore[arg-type]
+            elif kind is ir.NamedExpr:
+                self.expr(cur.value)  # type: ignore[attr-defined]
+                self.assign(cur.target, cur.value)  # type: ignore[attr-defined]
                 continue
-            if isinstance(cur, ir.Call):
-                self.call(cur)
-            elif isinstance(cur, ir.Compare):
-                self.none_test(cur)
+            elif kind is ir.Compare:
+                self.none_test(cur)  # type: ignore[arg-type]
                 if self.model.compare_sinks:
-                    self.compare_sink(cur)
-            stack.extend(reversed(ir.children(cur)))
+                    self.compare_sink(cur)  # type: ignore[arg-type]
+            push(reversed(children(cur)))
 
     def call(self, node: ir.Call) -> None:
         m = self.model

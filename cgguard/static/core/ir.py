@@ -447,17 +447,18 @@ def dump(node: object) -> object:
 def children(node: object) -> tuple[object, ...]:
     """The nodes directly inside ``node``, in field order (statement bodies included)."""
     names = _CHILD_FIELDS.get(type(node))
-    if names is None:
-        return ()
+    if not names:
+        return ()  # not a node, or a node with no field that can hold one (a name, a constant)
     found: list[object] = []
     for name in names:
         value = getattr(node, name)
-        if type(value) is Deferred:
-            value = value.get()
-        if type(value) is tuple:
-            found.extend(v for v in value if type(v) in _CHILD_FIELDS)
-        elif type(value) in _CHILD_FIELDS:
+        kind = type(value)
+        if kind is tuple:
+            found.extend([v for v in value if type(v) in _CHILD_FIELDS])
+        elif kind in _CHILD_FIELDS:
             found.append(value)
+        elif kind is Deferred:
+            found.extend([v for v in value.get() if type(v) in _CHILD_FIELDS])
     return tuple(found)
 
 
@@ -477,7 +478,13 @@ def _make_constructors() -> None:
 
 _make_constructors()
 
-# Per node class, the fields that may hold nodes (a constant of the form, not a cache).
+# Fields of these types never hold a node: names, operators, kinds and flags, and a
+# constant's value (a str, a number, None...: what a literal evaluates to).
+_NO_NODE = frozenset({"str", "str | None", "bool", "int", "tuple[str, ...]", "object"})
+
+# Per node class, the fields that may hold nodes (a constant of the form, not a cache):
+# children() looks at these only.
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f for f in cls._fields if f != "span") for cls in _NODE_CLASSES
+    cls: tuple(f for f in cls._fields if f != "span" and cls.__annotations__[f] not in _NO_NODE)
+    for cls in _NODE_CLASSES
 }
