@@ -74,16 +74,24 @@ class RunContext:
         self.lowered[key] = (text, tree)
         return tree
 
-    def forget(self, path: str) -> None:
+    def forget(self, path: str, text: str | None = None) -> None:
         """The file at ``path`` changed, or was checked as a fixed text that is not on disk:
-        what the run read of it, and every summary, is read again from the file as it is."""
+        what the run read of it, and every summary, is read again from the file as it is.
+        ``text``: the file's text as it is now on disk (a fix written), where known: its
+        intermediate form, when the run lowered that very text (the fixed text's check),
+        is kept. The form depends on the text alone (:meth:`_lower` asks for the same
+        text), so the next module to read the file lowers it no more; what was read
+        through it (summaries, classes) is still read again."""
         root = self.roots.of_file(path) if path else None
         for (at, _), program in self.programs.items():
             if at == root:
                 program.forget_file(path)
         self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
         self.sourced = {k: v for k, v in self.sourced.items() if k[0] != root}
-        self.lowered.pop(os.path.abspath(path), None)
+        key = os.path.abspath(path)
+        kept = self.lowered.get(key)
+        if text is None or kept is None or kept[0] != text:
+            self.lowered.pop(key, None)
 
     def module_files(self, root: str | None) -> ModuleFiles:
         found = self.paths.get(root)

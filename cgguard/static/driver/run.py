@@ -465,8 +465,10 @@ def fix_paths(
         run.files.append(result)
         if result.changed:
             # The run read the fixed text, which is on disk only when written: what it read of
-            # the file (and what other modules' summaries took from it) is read again.
-            context.forget(path)
+            # the file (and what other modules' summaries took from it) is read again. Its
+            # lowered form is kept where that text is now the file's (written, nothing refused).
+            written = write and result.error is None and result.new_text is not None
+            context.forget(path, result.new_text if written else None)
     return run
 
 
