@@ -3,7 +3,8 @@
 ``benchmarks/run.py`` times ``cgguard check`` over ``fork/`` (the buggy tree with ``.git`` and
 ``pyproject.toml`` at its top) beside ``tree-buggy/`` (the same files as a package). This script
 says where the difference goes. Each row runs ``check_paths`` once in a fresh process, in one
-process (``CGGUARD_JOBS=1``), and reports that call's CPU time (imports excluded):
+process (``CGGUARD_JOBS=1``) with Python's cyclic garbage collector off, as the ``cgguard``
+command runs, and reports that call's CPU time (imports excluded):
 
 - ``package``: ``tree-buggy/``;
 - ``fork``: ``fork/``, as cgguard runs it;
@@ -43,7 +44,8 @@ ROWS: tuple[tuple[str, str, str], ...] = (
 
 # Run in a child: patch what the row asks, check the tree, print "<cpu seconds> <findings>".
 _CHILD = r"""
-import os, sys, time
+import gc, os, sys, time
+gc.disable()  # as the cgguard command runs (cgguard.cli.run): its full passes are no cost of it
 os.environ["CGGUARD_JOBS"] = "1"
 from cgguard.static.driver import context, run
 from cgguard.static.driver.prefilter import mentions_sink_word
