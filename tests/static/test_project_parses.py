@@ -256,3 +256,47 @@ def test_a_fork_checkout_of_the_release_parses_only_files_its_sources_reach(
     assert not unexplained, unexplained[:10]
     # Far fewer than the files naming a block count that import a module of the project.
     assert len(others) <= len(sources), (len(others), len(sources))
+
+
+# A module with a finding a fix settles (a request count in scope) and a base class whose
+# member carries the capture size; a module checked after it derives from that class.
+FIXED_BASE = (
+    "class GraphSizes:\n"
+    "    def _init_graph_sizes(self, vllm_config) -> None:\n"
+    "        self.max_graph = vllm_config.compilation_config.max_cudagraph_capture_size\n\n\n"
+    "def profile(cache_config, compilation_config, max_num_reqs: int) -> None:\n"
+    "    cache_config.num_gpu_blocks_override = compilation_config.max_cudagraph_capture_size\n"
+)
+
+
+def test_a_fork_fix_parses_no_text_twice(monkeypatch, tmp_path):
+    """A fix written leaves the run holding the fixed text's lowered form, which is the
+    file's now: a module checked after it that reads it (a subclass of its class) takes
+    that form, not a parse of the same text again (a fork's fixed module is its 322 KB
+    runner)."""
+    from cgguard.static.core import pyast
+    from cgguard.static.driver.run import fix_paths
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    pkg = tmp_path / "fork"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a_config.py").write_text(FIXED_BASE)
+    (pkg / "b_user.py").write_text(USES_BASE.replace("fork.config", "fork.a_config"))
+    parsed: list[tuple[str, str]] = []
+    real = pyast.parse
+
+    def recording(text, path="<string>", **kwargs):
+        parsed.append((os.path.abspath(path), text))
+        return real(text, path, **kwargs)
+
+    monkeypatch.setattr(pyast, "parse", recording)
+    monkeypatch.setenv("CGGUARD_JOBS", "1")
+    run = fix_paths([str(tmp_path)], write=True)
+    assert not run.errors, run.errors
+    assert run.fixed == 1
+    assert [(Path(f.path).name, f.line) for f in run.findings] == [("b_user.py", 6)]
+    fixed = (str(pkg / "a_config.py"), (pkg / "a_config.py").read_text())
+    assert fixed[1] != FIXED_BASE and fixed in parsed
+    assert parsed.count(fixed) == 1, "the fixed text parsed again for the module after it"
