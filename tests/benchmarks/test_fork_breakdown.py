@@ -83,3 +83,16 @@ def test_a_work_folder_without_the_corpora_says_what_to_run(tmp_path):
         done.stderr,
     )
     assert done.stdout == ""
+
+
+def test_the_command_runs_with_the_cyclic_collector_off_as_the_breakdown_times_it():
+    # fork_breakdown.py turns the collector off in its child because the command does: its
+    # full passes over the modules a fork's check keeps would be timed as the fork's cost.
+    probe = (
+        "import gc, cgguard.cli as cli\n"
+        "cli.main = lambda **kw: print('collector on:', gc.isenabled(), flush=True)\n"
+        "cli.run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.stdout == "collector on: False\n", done.stderr
+    assert "gc.disable()" in SCRIPT.read_text(encoding="utf-8")
