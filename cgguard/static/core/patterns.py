@@ -66,7 +66,10 @@ class Model:
     # A source's value carries ``source_label``; a widening call (``max(x, ...)``) adds
     # ``widened_label`` (the count or more). A value's labels are a set, and the transfers
     # join them: a helper that widens what it is handed widens the caller's count, and a
-    # widened count handed through a plain helper stays widened. The core compares labels
+    # widened count handed through a plain helper stays widened. Where paths meet, a local
+    # keeps the first path's value, labels not joined: joined, the capture size on one path
+    # and ``max()`` of it on the other turned CGG001's safe fix at the sink, which bounds
+    # both paths, into CGG002's suggestion. The core compares labels
     # only with these two and names none; a rule's configuration says which it reports.
     source_label: str
     widened_label: str
