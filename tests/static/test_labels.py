@@ -103,3 +103,24 @@ def test_renamed_labels_find_the_same_hits_and_the_configuration_maps_them(tmp_p
 def test_a_count_no_rule_reports_is_an_error_that_names_it():
     with pytest.raises(ValueError, match="no rule reports a count labelled"):
         CAPTURE_SIZE_BLOCKS.rule_for(frozenset({"pears"}))
+
+
+def test_where_paths_meet_a_local_keeps_the_first_paths_labels(tmp_path: Path):
+    # Joined there, the widened second path would make this CGG002's suggestion; kept, it is
+    # CGG001 with its safe fix at the sink, which bounds both paths.
+    source = """\
+def profile(vllm_config, c):
+    if c:
+        n = vllm_config.compilation_config.max_cudagraph_capture_size
+    else:
+        n = max(vllm_config.compilation_config.max_cudagraph_capture_size, 16)
+    vllm_config.cache_config.num_gpu_blocks_override = n
+"""
+    from cgguard.static.driver.check import check_source
+
+    path = tmp_path / "plugin.py"
+    path.write_text(source)
+    (finding,) = check_source(source, str(path))
+    assert finding.code == "CGG001" and finding.line == 6
+    assert finding.fix is not None and finding.fix.applicability == "safe"
+    assert "min(vllm_config.scheduler_config.max_num_seqs, n) or 1" in finding.fix.edits[0].text
