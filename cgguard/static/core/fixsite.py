@@ -18,7 +18,7 @@ from cgguard.static.core.shapes import (
     positional,
     receiver,
 )
-from cgguard.static.core.taint import REQUEST_COUNT, Rewrite, Taint
+from cgguard.static.core.taint import Rewrite, Taint, is_bound
 from cgguard.static.core.transfer import Transfer
 
 
@@ -107,7 +107,7 @@ class FixSite:
             if req:
                 return req, False
         for key, value in self.env.items():
-            if value is REQUEST_COUNT and "." not in key:
+            if is_bound(value) and "." not in key:
                 return key, False
         facts = self.class_facts
         # Read from this object: the capture size's receiver (``self.cc...``), or a member

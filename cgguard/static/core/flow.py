@@ -48,11 +48,9 @@ from cgguard.static.core.shapes import (
 from cgguard.static.core.sinks import Sinks
 from cgguard.static.core.stores import Stores
 from cgguard.static.core.taint import (
-    REQUEST_COUNT,
-    REQUESTS,
     SOURCE_ELEMENT,
     SOURCE_LIST,
-    TOKENS,
+    Count,
     FunctionInfo,
     Hit,
     Returned,
@@ -65,8 +63,6 @@ from cgguard.static.core.transfer import Transfer
 from cgguard.static.core.units import Units
 
 __all__ = [
-    "REQUESTS",
-    "TOKENS",
     "ClassFacts",
     "FunctionInfo",
     "Hit",
@@ -157,7 +153,7 @@ class ScopeFlow:
         self.none_tested_names: set[str] = outputs.none_tested_names
         for p in params:
             if p.name in model.request_counts:
-                self.env[p.name] = REQUEST_COUNT
+                self.env[p.name] = Count(model.bound_label, bound=True)
             elif p.name in model.source_params:
                 self.env[p.name] = Taint(model.source_labels, ir.Name(p.name, p.span))
         for p in params:
@@ -206,7 +202,7 @@ class ScopeFlow:
     def branch(self, start: State, body: Sequence[ir.Stmt], bound: str | None = None) -> State:
         self.restore(start)
         if bound is not None and not self.dead:
-            self.env[bound] = REQUEST_COUNT
+            self.env[bound] = Count(self.model.bound_label, bound=True)
         self.run(body)
         return self.snapshot()
 

@@ -1,10 +1,11 @@
 """A scope's state at a point of its walk and the join of several.
 
-The state is what each local and attribute chain holds (``env``: a :class:`~.taint.Taint`
-or a marker of :mod:`.taint`), what each local was assigned (``aliases``) and whether the
-point is reached at all. The live ``env`` and ``aliases`` are :class:`Watched` dicts, shared
-by the flow's parts for the whole walk: a write clears what ``taint_of`` kept (its memo), and
-a restored state is copied into them, so every part always reads the current one.
+The state is what each local and attribute chain holds (``env``: a :class:`~.taint.Taint`,
+a :class:`~.taint.Count` or a marker of :mod:`.taint`), what each local was assigned
+(``aliases``) and whether the point is reached at all. The live ``env`` and ``aliases`` are
+:class:`Watched` dicts, shared by the flow's parts for the whole walk: a write clears what
+``taint_of`` kept (its memo), and a restored state is copied into them, so every part always
+reads the current one.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from dataclasses import dataclass
 
 from cgguard.static.core import ir
 from cgguard.static.core.taint import (
-    REQUEST_COUNT,
     SOURCE_ELEMENT,
     SOURCE_LIST,
-    TOKEN_COUNT,
+    Count,
     SplatDict,
     Taint,
+    is_bound,
 )
 
 
@@ -89,12 +90,14 @@ def join(*states: State) -> State:
         values = [s.env.get(key) for s in live]
         taint = next((v for v in values if isinstance(v, Taint) and v.pending is not None), None)
         taint = taint or next((v for v in values if isinstance(v, Taint)), None)
+        # The model's Count of either label is one value: any path's stands for all.
+        unbounded = next((v for v in values if isinstance(v, Count) and not v.bound), None)
         if taint is not None:
             env[key] = taint
-        elif any(v is TOKEN_COUNT for v in values):
-            env[key] = TOKEN_COUNT
-        elif all(v is REQUEST_COUNT for v in values):
-            env[key] = REQUEST_COUNT
+        elif unbounded is not None:
+            env[key] = unbounded
+        elif all(is_bound(v) for v in values):
+            env[key] = values[0]
         elif any(v is SOURCE_ELEMENT for v in values):
             env[key] = SOURCE_ELEMENT
         elif any(v is SOURCE_LIST for v in values):

@@ -69,10 +69,20 @@ class Model:
     # widened count handed through a plain helper stays widened. Where paths meet, a local
     # keeps the first path's value, labels not joined: joined, the capture size on one path
     # and ``max()`` of it on the other turned CGG001's safe fix at the sink, which bounds
-    # both paths, into CGG002's suggestion. The core compares labels
+    # both paths, into CGG002's suggestion. The core compares a followed value's labels
     # only with these two and names none; a rule's configuration says which it reports.
     source_label: str
     widened_label: str
+    # A count that carries no source's labels is labelled too (a ``taint.Count``, never
+    # reported). ``bound_label``: what a count a sanitizer bounds by holds (a name of
+    # ``request_counts``, a local or a helper's return holding one), and a followed count
+    # in the branch of an ``if`` clamp that bounds it by one. ``unbounded_label``: what a
+    # count that bounds nothing holds (a name of ``token_counts``, or arithmetic of locals
+    # holding a followed value where it is no longer followed: a converting product). A
+    # sum or product of counts of one label keeps it, of both neither. The core tells the
+    # two apart by these labels and names neither, so they differ.
+    bound_label: str
+    unbounded_label: str
     # ---- comparison sinks ----------------------------------------------------------------
     # Names (a local, a parameter, an attribute's last name) of counts a followed value must
     # not be ordered against: ``cap <= num_mamba_cache_blocks`` is a sink when the name is
@@ -88,6 +98,10 @@ class Model:
     # Names whose product with a followed count is a count of another unit, no longer
     # followed: ``(1 + num_spec_tokens) * max_num_reqs`` counts tokens. Empty: none.
     converting_factors: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.bound_label == self.unbounded_label:
+            raise ValueError(f"bound_label and unbounded_label are both {self.bound_label!r}")
 
     @cached_property
     def source_labels(self) -> frozenset[str]:

@@ -1,9 +1,10 @@
 """Stores in one scope: what an assignment does to the scope's state.
 
 A local or attribute chain assigned a value holds what the value carries afterwards: its
-:class:`~.taint.Taint`, a request count or a count of tokens (:mod:`.units`), a list of
-sources, a dict holding counts under sink keys; a store that is the allocation itself is a
-sink, one to a block-named local makes a pending hit, one on an object lets the count escape.
+:class:`~.taint.Taint`, a :class:`~.taint.Count` in a unit its model names (:mod:`.units`),
+a list of sources, a dict holding counts under sink keys; a store that is the allocation
+itself is a sink, one to a block-named local makes a pending hit, one on an object lets the
+count escape.
 A tuple unpacked from a helper's result takes the element that carries the count; a local
 assigned a dict display or an object built from counts holds their entries and fields.
 """
@@ -18,15 +19,7 @@ from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.resolver import Resolver
 from cgguard.static.core.shapes import is_self_member, local_place, positional
 from cgguard.static.core.sinks import Sinks
-from cgguard.static.core.taint import (
-    REQUEST_COUNT,
-    REQUESTS,
-    SOURCE_LIST,
-    TOKEN_COUNT,
-    TOKENS,
-    SplatDict,
-    Taint,
-)
+from cgguard.static.core.taint import SOURCE_LIST, Count, SplatDict, Taint
 from cgguard.static.core.transfer import Transfer
 from cgguard.static.core.units import Units
 
@@ -99,13 +92,7 @@ class Stores:
                     self.stored_lists.add(name)
                 else:
                     kind = self.count_kind(value)
-                    result = (
-                        REQUEST_COUNT
-                        if kind == REQUESTS
-                        else TOKEN_COUNT
-                        if kind == TOKENS
-                        else None
-                    )
+                    result = None if kind is None else Count(kind, bound=kind == m.bound_label)
         if result is None:
             self.env.pop(key, None)
         else:

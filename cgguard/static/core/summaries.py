@@ -14,7 +14,7 @@ from cgguard.static.core import ir
 from cgguard.static.core.calls import Calls
 from cgguard.static.core.classes import Classes
 from cgguard.static.core.fixpoint import Fixpoint, FunctionFacts
-from cgguard.static.core.flow import REQUESTS, FunctionInfo, Passed, ScopeFlow, Summary
+from cgguard.static.core.flow import FunctionInfo, Passed, ScopeFlow, Summary
 from cgguard.static.core.patterns import Model
 from cgguard.static.core.project import ClassInfo, ModuleInfo, ProjectIndex
 from cgguard.static.core.scope import ClassFactsView, ScopeResolver
@@ -227,7 +227,7 @@ class Summaries:
             return False
         flow = self.function_flow(func, walk=True)
         return flow is not None and any(
-            stmt.value is not None and flow.count_kind(stmt.value) == REQUESTS
+            stmt.value is not None and flow.count_kind(stmt.value) == self.model.bound_label
             for stmt in returns_of(ir.body_of(func.node))
         )
 

@@ -3,8 +3,9 @@
 A :class:`Taint` is a value derived from a source; a :class:`Hit` is where one reached a sink,
 with the :class:`Rewrite` a fix makes; a :class:`Returned` is a count a scope returns or stores
 on ``self``, and a :class:`Summary` what a member of the program carries. Besides a
-:class:`Taint`, a scope's env holds the markers below (a request count, a count of tokens, a
-list of sources and one of its elements) and :class:`SplatDict` (counts under sink keys).
+:class:`Taint`, a scope's env holds a :class:`Count` (a count without a source's labels, in
+a unit its model names), the markers below (a list of sources and one of its elements) and
+:class:`SplatDict` (counts under sink keys).
 """
 
 from __future__ import annotations
@@ -15,14 +16,26 @@ from dataclasses import dataclass, field
 from cgguard.static.core import ir
 from cgguard.static.core.patterns import last_name
 
-REQUESTS = "requests"
-TOKENS = "tokens"
-
-# What a local holds when it holds no Taint: compared by identity.
-REQUEST_COUNT = object()  # a request count (a sanitizer's bound)
-TOKEN_COUNT = object()  # a count of tokens that derives from no source
+# What a local holds when it holds no Taint nor Count: compared by identity.
 SOURCE_LIST = object()  # a list of sources (the capture sizes)
 SOURCE_ELEMENT = object()  # one element of such a list (a loop's variable)
+
+
+@dataclass(frozen=True)
+class Count:
+    """A count held without a source's labels, in a unit its model names (``label``): with
+    ``bound``, one a sanitizer bounds a followed count by (the model's ``bound_label``; also
+    a followed count where the ``if`` clamp bounds it by one), else one that bounds nothing
+    (its ``unbounded_label``). Where paths meet, a local holds a bound only if every path
+    holds one, and an unbounded count if any path does (:func:`.flowstate.join`)."""
+
+    label: str
+    bound: bool
+
+
+def is_bound(value: object) -> bool:
+    """Does a local holding ``value`` hold a sanitizer's bound?"""
+    return isinstance(value, Count) and value.bound
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,7 +17,7 @@ from cgguard.static.core.flowstate import Watched
 from cgguard.static.core.patterns import Model, dotted, is_minus_one, last_name, walk
 from cgguard.static.core.resolver import Resolver
 from cgguard.static.core.shapes import getattr_read, int_const, is_name, positional
-from cgguard.static.core.taint import REQUEST_COUNT, SOURCE_LIST, Taint
+from cgguard.static.core.taint import SOURCE_LIST, Count, Taint, is_bound
 
 _UNKNOWN = object()  # not in taint_of's memo
 
@@ -142,11 +142,11 @@ class Transfer:
         saved = dict(self.env)
         try:
             if body_bound is not None:
-                self.env[body_bound] = REQUEST_COUNT
+                self.env[body_bound] = Count(self.model.bound_label, bound=True)
             body = self.taint_of(node.body)
             self.env.reset(saved)
             if else_bound is not None:
-                self.env[else_bound] = REQUEST_COUNT
+                self.env[else_bound] = Count(self.model.bound_label, bound=True)
             other = self.taint_of(node.orelse)
         finally:
             self.env.reset(saved)
@@ -255,7 +255,7 @@ class Transfer:
         for sub in walk(node):
             if isinstance(sub, ir.Name | ir.Attribute):
                 key = dotted(sub)
-                if key and self.env.get(key) is REQUEST_COUNT:
+                if key and is_bound(self.env.get(key)):
                     return True
             if isinstance(sub, ir.Call | ir.Attribute) and self.resolver.requests(sub):
                 return True

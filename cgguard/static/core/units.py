@@ -1,8 +1,11 @@
-"""The unit of a count that derives from no source: requests, tokens, or neither known.
+"""The unit of a count that derives from no source: the model's label for a sanitizer's bound
+(``bound_label``, a request count in CGG001), for a count that bounds nothing
+(``unbounded_label``, a token count in CGG001), or neither known.
 
-A local assigned a request count (``n = self.max_num_reqs``, or a helper returning one) is a
-request count afterwards: the sanitizer ``min()`` and the ``if`` clamp look for one, and a
-fix takes one. A sum or product of counts of one unit keeps it; anything else is unknown.
+A local assigned a bound (``n = self.max_num_reqs``, or a helper returning one) is a bound
+afterwards (a :class:`~.taint.Count`): the sanitizer ``min()`` and the ``if`` clamp look for
+one, and a fix takes one. A sum or product of counts of one unit keeps it; anything else is
+unknown.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from cgguard.static.core import ir
 from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.resolver import Resolver
 from cgguard.static.core.shapes import positional
-from cgguard.static.core.taint import REQUEST_COUNT, REQUESTS, TOKEN_COUNT, TOKENS, Taint
+from cgguard.static.core.taint import Count, Taint
 
-_OPAQUE = "opaque"
+_OPAQUE = object()  # a leaf of no known unit (no label: a model's label may be any text)
 
 
 class Units:
@@ -25,34 +28,32 @@ class Units:
         self.env = env  # the scope's live env, shared with the other parts
 
     def count_kind(self, node: ir.Expr) -> str | None:
-        kinds: set[str] = set()
+        """The model's label of the unit every leaf of ``node`` counts, if one."""
+        kinds: set[object] = set()
         self._leaf_kinds(node, kinds, 0)
-        if _OPAQUE in kinds:
+        if len(kinds) != 1:
             return None
-        if kinds == {REQUESTS}:
-            return REQUESTS
-        if kinds == {TOKENS}:
-            return TOKENS
-        return None
+        (kind,) = kinds
+        return kind if isinstance(kind, str) else None
 
-    def _leaf_kinds(self, node: ir.Expr, kinds: set[str], depth: int) -> None:
+    def _leaf_kinds(self, node: ir.Expr, kinds: set[object], depth: int) -> None:
         m = self.model
         if depth > 50:
             kinds.add(_OPAQUE)
             return
         if isinstance(node, ir.Name | ir.Attribute):
             key = dotted(node)
-            kind = self._local_kind(key) if key is not None else None
+            kind: object = self._local_kind(key) if key is not None else None
             if kind is None:
                 name = last_name(node)
                 if name in m.request_counts:
-                    kind = REQUESTS
+                    kind = m.bound_label
                 elif name in m.token_counts:
-                    kind = TOKENS
+                    kind = m.unbounded_label
             if kind is None and key is None:
                 kind = _OPAQUE
             if kind is None and isinstance(node, ir.Attribute) and self.resolver.requests(node):
-                kind = REQUESTS
+                kind = m.bound_label
             if kind is not None:
                 kinds.add(kind)
             return
@@ -72,14 +73,14 @@ class Units:
                     self._leaf_kinds(args[0].value, kinds, depth + 1)
                     return
             if self.resolver.requests(node):
-                kinds.add(REQUESTS)
+                kinds.add(m.bound_label)
                 return
         kinds.add(_OPAQUE)
 
     def _local_kind(self, key: str) -> str | None:
         value = self.env.get(key)
-        if value is REQUEST_COUNT:
-            return REQUESTS
-        if value is TOKEN_COUNT or isinstance(value, Taint):
-            return TOKENS
+        if isinstance(value, Count):
+            return value.label
+        if isinstance(value, Taint):
+            return self.model.unbounded_label  # a followed value counts the followed unit
         return None

@@ -44,6 +44,11 @@ SOURCE_LISTS = capture_model.CAPTURE_LIST_NAMES
 TOKENS_LABEL = "a batch's tokens"
 # A min() with one of these is at most a request count or one sequence's length.
 BOUNDS = frozenset({"max_num_reqs", "max_num_seqs", "max_model_len"})
+# What a count that derives from no source counts: one of BOUNDS, or tokens (this model names
+# no token count besides its sources: only a followed value counts tokens where the flow asks
+# a count's unit).
+BOUND_LABEL = "requests or one sequence's length"
+UNBOUNDED_LABEL = "tokens"
 # One item's sequence length of the builders of dummy (profiling) inputs: (callee, parameter,
 # position where it may be passed positionally, a method's receiver not counted).
 PARAM_SINKS: tuple[tuple[str, str, int | None], ...] = (
@@ -73,6 +78,10 @@ REQUEST_SOURCE_ATTRS = frozenset({"max_num_reqs", "max_num_seqs"})
 TOKEN_BOUND_STORES = frozenset({"_decode_cudagraph_max_bs"})
 # What the reverse's sources count: requests.
 REQUESTS_LABEL = "a batch's requests"
+# Nothing bounds a request count in the reverse (it names no bound); what bounds nothing is
+# a followed count or its product with the tokens per request (a count of tokens).
+REQUESTS_BOUND_LABEL = "no bound (the reverse names none)"
+REQUESTS_UNBOUNDED_LABEL = "requests, or tokens converted from them"
 TOKENS_PER_REQUEST = frozenset(
     {
         "num_spec_tokens",
@@ -129,6 +138,8 @@ def model() -> Model:
         tuple_passthrough_calls=TUPLE_PASSTHROUGH_CALLS,
         placement_names=re.compile(r"(?!)"),  # no local is where a finding goes
         source_label=TOKENS_LABEL,
+        bound_label=BOUND_LABEL,
+        unbounded_label=UNBOUNDED_LABEL,
     )
 
 
@@ -152,6 +163,8 @@ def requests_model() -> Model:
         placement_names=re.compile(r"(?!)"),
         converting_factors=TOKENS_PER_REQUEST,
         source_label=REQUESTS_LABEL,
+        bound_label=REQUESTS_BOUND_LABEL,
+        unbounded_label=REQUESTS_UNBOUNDED_LABEL,
     )
 
 

@@ -66,6 +66,10 @@ SOURCE_NAMES = tuple(sorted(CAPTURE_SIZE_ATTRS | CAPTURE_LIST_NAMES))
 # sink, CGG002 a widened one (rules/configs.py).
 SOURCE_LABEL = "capture-size tokens"
 WIDENED_LABEL = "widened by max()"
+# What a count that derives from no source counts: a request count bounds a capture size
+# (REQUEST_COUNT_NAMES, below), a token count does not (TOKEN_COUNT_NAMES).
+BOUND_LABEL = "requests"
+UNBOUNDED_LABEL = "tokens"
 
 # ---- propagators --------------------------------------------------------------------
 
@@ -213,6 +217,8 @@ def model() -> Model:
         runner_classes=re.compile(r"ModelRunner"),
         source_label=SOURCE_LABEL,
         widened_label=WIDENED_LABEL,
+        bound_label=BOUND_LABEL,
+        unbounded_label=UNBOUNDED_LABEL,
     )
 
 
