@@ -171,6 +171,20 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "is handed",
         "params_module_and_static, precision_max_of_min",
     ),
+    "bound_label": (
+        "labels",
+        "what a count holds that a `min()` or a clamp bounds a capture size by (a request "
+        "count, a local or a helper's return holding one), and the capture size in the branch "
+        "of an `if` clamp that bounds it; never reported (CGG003's models name their own)",
+        "min_with_request_count, bounded_min_request_helper, bounded_conditional_clamp",
+    ),
+    "unbounded_label": (
+        "labels",
+        "what a count from no source holds that bounds nothing (a token count, a local "
+        "holding one): a sum of it and a request count is neither; never reported (CGG003's "
+        "models name their own)",
+        "min_with_token_count, bounded_min_token_helper",
+    ),
     "compare_sinks": (
         "sinks",
         "names of counts a followed value may not be ordered against (`<`, `<=`, `>`, `>=`); "
