@@ -5,8 +5,9 @@ last round's result after. Where a read's guess differs from the summary's final
 summaries that read it (and their readers) are computed again, up to :data:`MAX_ROUNDS`
 rounds (a fixpoint). A summary is keyed by what it is of and which part of it a reader reads:
 ``("flow", id)``, ``("returns", id)``, ``("stored", id, attr)`` (a function's own flow, its
-return, a member it sets), ``("param", id, (param, listed))``, ``("requests", id)`` and
-``("attr", id, name)`` (a class's member). :mod:`.summaries` computes them.
+return, a member it sets), ``("param", id, (param, listed))``, ``("bound", id)`` (whether it
+returns a sanitizer's bound) and ``("attr", id, name)`` (a class's member). :mod:`.summaries`
+computes them.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ class Fixpoint:
             return None if facts is None else facts.flow
         if kind == "param":
             return None if facts is None else facts.params.get(key[2])
-        if kind == "requests":
+        if kind == "bound":
             return None if facts is None else facts.requests
         return self.attr_summaries.get((node, key[2]))
 

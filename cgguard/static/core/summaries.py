@@ -199,7 +199,7 @@ class Summaries:
 
     def returns_requests(self, func: FunctionInfo) -> bool:
         """Does the function return a request count (a helper or a property)?"""
-        key = ("requests", id(func.node))
+        key = ("bound", id(func.node))
         facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
         if facts.requests_busy:
             return bool(self.fixpoint.busy(key))
