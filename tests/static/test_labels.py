@@ -2,7 +2,9 @@
 
 A source's value carries its model's ``source_label``; ``max()`` adds ``widened_label``;
 the transfers join them (a helper that widens what it is handed widens the caller's count).
-Which rule reports a hit is the configuration's word, by the labels its count carries.
+Which rule reports a hit is the configuration's word, by the labels its count carries. A
+count without a source's labels carries the model's ``bound_label`` (a sanitizer's bound)
+or ``unbounded_label`` (a count that bounds nothing).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from cgguard.static.core import pyast
+from cgguard.static.core.flow import ScopeFlow
 from cgguard.static.core.program import Program
 from cgguard.static.rules import model
 from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS, CONFIGURATIONS
@@ -61,13 +65,17 @@ def _labels_by_line(source_model, tmp_path: Path) -> dict[int, frozenset[str]]:
 
 
 def test_the_core_spells_no_configurations_label():
-    labels = set()
+    followed, counted = set(), set()
     for configuration in CONFIGURATIONS:
         m = configuration.model()
-        labels |= {m.source_label, m.widened_label}
-    assert len(labels) == 4  # capture-size tokens, widened by max(), a batch's tokens, requests
+        followed |= {m.source_label, m.widened_label}
+        counted |= {m.bound_label, m.unbounded_label}
+    assert len(followed) == 4  # capture-size tokens, widened by max(), a batch's tokens, requests
+    # CGG001's requests and tokens, CGG003's bounds (and its tokens), the reverse's two
+    assert len(counted) == 5
+    assert {"requests", "tokens"} <= counted
     for path in sorted(CORE.glob("*.py")):
-        assert not (_strings(path) & labels), path.name
+        assert not (_strings(path) & (followed | counted)), path.name
 
 
 def test_values_carry_their_models_labels_and_max_joins_one(tmp_path: Path):
@@ -124,3 +132,107 @@ def profile(vllm_config, c):
     assert finding.code == "CGG001" and finding.line == 6
     assert finding.fix is not None and finding.fix.applicability == "safe"
     assert "min(vllm_config.scheduler_config.max_num_seqs, n) or 1" in finding.fix.edits[0].text
+
+
+# Counts without a source's labels: a bound (a local, a helper's return, the if clamp, the
+# same bound on both paths), and counts that bound nothing (a token count, one path's token
+# count, a sum of a token count and a request count); a fix takes a local holding a bound.
+COUNTS = """\
+def max_reqs(runner):
+    return runner.max_num_reqs
+
+
+def bounded_by_a_local(runner, cache_config):
+    reqs = runner.max_num_reqs
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    cache_config.num_gpu_blocks_override = min(cap, reqs) or 1
+
+
+def bounded_by_a_helper(runner, cache_config):
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    cache_config.num_gpu_blocks_override = min(cap, max_reqs(runner)) or 1
+
+
+def bounded_by_the_clamp(runner, cache_config):
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    if cap > runner.max_num_reqs:
+        cap = runner.max_num_reqs
+    cache_config.num_gpu_blocks_override = cap
+
+
+def bounded_on_both_paths(runner, cache_config, c):
+    if c:
+        n = runner.max_num_reqs
+    else:
+        n = runner.max_num_seqs
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    cache_config.num_gpu_blocks_override = min(cap, n) or 1
+
+
+def tokens(runner, cache_config):
+    toks = runner.max_num_tokens
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    cache_config.num_gpu_blocks_override = min(cap, toks) or 1  # found
+
+
+def tokens_on_one_path(runner, cache_config, c):
+    if c:
+        n = runner.max_num_reqs
+    else:
+        n = runner.max_num_tokens
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    cache_config.num_gpu_blocks_override = min(cap, n) or 1  # found
+
+
+def tokens_and_requests(runner, cache_config):
+    toks = runner.max_num_tokens
+    n = toks + runner.max_num_reqs
+    cap = runner.compilation_config.max_cudagraph_capture_size
+    cache_config.num_gpu_blocks_override = min(cap, n) or 1  # found
+
+
+def the_fix_takes_a_local(cc, cache_config, scheduler):
+    reqs = scheduler.max_num_seqs
+    cache_config.num_gpu_blocks_override = cc.max_cudagraph_capture_size  # found
+"""
+
+
+def _count_hits(source_model, tmp_path: Path) -> list[tuple[int, frozenset[str], str | None]]:
+    path = tmp_path / "plugin.py"
+    path.write_text(COUNTS)
+    program = Program(source_model)
+    hits = program.hits(program.add(str(path), COUNTS))
+    return sorted((h.node.span.line, h.labels, h.request) for h in hits)
+
+
+def test_renamed_bound_and_unbounded_labels_find_the_same_hits(tmp_path: Path):
+    m = model.model()
+    original = _count_hits(m, tmp_path)
+    # The counts that bound nothing are found, the bounds are not; the fix takes ``reqs``.
+    found = [i for i, text in enumerate(COUNTS.splitlines(), 1) if text.endswith("# found")]
+    assert [line for line, _, _ in original] == found
+    assert [request for _, _, request in original] == [*["runner.max_num_reqs"] * 3, "reqs"]
+    for bound, unbounded in (("apples", "pears"), (m.unbounded_label, m.bound_label)):
+        renamed = dataclasses.replace(m, bound_label=bound, unbounded_label=unbounded)
+        assert _count_hits(renamed, tmp_path) == original, (bound, unbounded)
+
+
+def test_count_kind_answers_with_the_models_labels():
+    body = pyast.parse(
+        "reqs = self.max_num_reqs\n"
+        "toks = self.max_num_tokens\n"
+        "reqs * 2\n"
+        "toks + 1\n"
+        "reqs + toks\n"
+        "reqs + unknown()\n"
+    ).body
+    for m in (model.model(), dataclasses.replace(model.model(), bound_label="apples")):
+        flow = ScopeFlow(m, None)
+        flow.run(body[:2])
+        kinds = [flow.count_kind(stmt.value) for stmt in body[2:]]
+        assert kinds == [m.bound_label, m.unbounded_label, None, None]
+
+
+def test_a_model_whose_bound_and_unbounded_labels_are_one_is_an_error():
+    with pytest.raises(ValueError, match="bound_label and unbounded_label are both 'apples'"):
+        dataclasses.replace(model.model(), bound_label="apples", unbounded_label="apples")
