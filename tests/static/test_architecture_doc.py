@@ -36,3 +36,7 @@ def test_the_names_it_explains_are_the_models_fields():
     assert model.request_counts == cgg003.BOUNDS
     assert {s.param for s in model.param_sinks} >= {"seq_len", "batch_size"}
     assert model.compare_sinks == cgg003.COMPARE_SINKS
+    # A count from no source: the page names the labels' values.
+    assert model.bound_label == cgg003.BOUND_LABEL == "requests or one sequence's length"
+    assert model.unbounded_label == cgg003.UNBOUNDED_LABEL == "tokens"
+    assert f'("{cgg003.BOUND_LABEL}", its `bound_label`)' in _start_here()
