@@ -288,7 +288,7 @@ def test_unreadable_file_leaves_the_answer_open(tmp_path, real_runner_text):
     (root / RUNNER).write_text(real_runner_text, encoding="utf-8")
     # The linter only parses files that mention a capture size and a sink word (outside a
     # project); this one does, and is broken.
-    (root / "vllm" / "broken.py").write_text("min_blocks = cfg.max_cudagraph_capture_size\ndef f(:\n")
+    (root / "vllm" / "broken.py").write_text("cfg.num_gpu_blocks_override = cfg.max_cudagraph_capture_size\ndef f(:\n")
     result = cli_runner().invoke(doctor, ["--path", str(root), "--format", "json"])
     assert result.exit_code == 2
     out = json.loads(result.stdout)

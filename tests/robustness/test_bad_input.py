@@ -29,7 +29,7 @@ from tests.robustness.conftest import (
 # project): other files are never parsed (docs/robustness.md).
 BAD_FILES = {
     "syntax_error.py": (
-        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    min_blocks = n\n    def (\n",
+        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    self.cache_config.num_gpu_blocks_override = n\n    def (\n",
         "syntax error at line 4, column 9: invalid syntax",
     ),
     "invalid_utf8.py": (b'# capture_size\nx = "caf\xe9"\n', "not valid UTF-8: byte 0xe9 at line 2, column 9"),
@@ -37,16 +37,16 @@ BAD_FILES = {
     "bad_cookie.py": (b"# -*- coding: no-such-codec -*-\nx = 1\n", "no-such-codec"),
     "wrong_cookie.py": (b"# coding: ascii\n# capture_size\nx = '\xc3\xa9'\n", "not valid ascii"),
     "deep_parens.py": (
-        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"  # max_cudagraph_capture_size, num_blocks\n",
+        b"x = " + b"(" * 5000 + b"1" + b")" * 5000 + b"  # max_cudagraph_capture_size, num_gpu_blocks_override\n",
         "too many nested parentheses",
     ),
     "deep_chain.py": (
-        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    num_blocks = "
+        b"def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    cfg.num_gpu_blocks_override = "
         + b"+".join([b"a"] * 100_000) + b"\n",
         "too deeply nested",
     ),
     "deep_unary.py": (
-        b"def f(self):\n    min_blocks = " + b"-" * 100_000 + b"self.compilation_config.max_cudagraph_capture_size\n",
+        b"def f(self):\n    cfg.num_gpu_blocks_override = " + b"-" * 100_000 + b"self.compilation_config.max_cudagraph_capture_size\n",
         "too deeply nested",
     ),
 }

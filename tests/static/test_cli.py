@@ -57,7 +57,7 @@ def test_exit_0_when_clean(tmp_path):
 
 def test_errors_win_over_findings_and_the_run_goes_on(tmp_path):
     _tree(tmp_path)
-    (tmp_path / "pkg" / "broken.py").write_text("min_blocks = self.max_cudagraph_capture_size or (\n")
+    (tmp_path / "pkg" / "broken.py").write_text("cfg.num_gpu_blocks_override = self.max_cudagraph_capture_size or (\n")
     result = run_cgguard("check", "pkg", "missing.py", cwd=tmp_path)
     assert result.returncode == 2
     assert "pkg/runner.py:3:22: CGG001" in result.stdout

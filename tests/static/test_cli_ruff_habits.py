@@ -43,7 +43,7 @@ def test_exit_zero_passes_findings_but_not_errors(tmp_path):
     assert zero.returncode == 0 and zero.stdout == plain.stdout  # the same report
     fixed = _cgguard("fix", "--isolated", "--exit-zero", ".", cwd=tmp_path)
     assert fixed.returncode == 0 and " remain" in fixed.stdout  # unsafe fixes and CGG002 remain
-    (tmp_path / "broken.py").write_text("min_blocks = max_cudagraph_capture_size(\n")
+    (tmp_path / "broken.py").write_text("cfg.num_gpu_blocks_override = max_cudagraph_capture_size(\n")
     error = _cgguard("check", "--isolated", "--exit-zero", ".", cwd=tmp_path)
     assert error.returncode == 2 and "broken.py: error: syntax error" in error.stderr
 
@@ -59,7 +59,7 @@ def test_quiet_prints_findings_and_errors_only(tmp_path):
     quiet = _cgguard("check", "--isolated", "-q", ".", "README.md", cwd=tmp_path)
     assert quiet.returncode == 1 and quiet.stderr == ""
     assert quiet.stdout == "".join(line + "\n" for line in loud.stdout.splitlines()[:-1])
-    (tmp_path / "broken.py").write_text("min_blocks = max_cudagraph_capture_size(\n")
+    (tmp_path / "broken.py").write_text("cfg.num_gpu_blocks_override = max_cudagraph_capture_size(\n")
     errors = _cgguard("check", "--isolated", "--quiet", ".", cwd=tmp_path)
     assert errors.returncode == 2 and errors.stderr.startswith("broken.py: error: syntax error")
     fixed = _cgguard("fix", "--isolated", "-q", ".", cwd=tmp_path)

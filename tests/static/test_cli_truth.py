@@ -163,7 +163,7 @@ def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
     with_file = run_cgguard("check", "nope.py", "clean.py", cwd=tmp_path)
     assert with_file.stdout == "No findings in 1 file checked. 1 error.\n"
     # A file that cannot be parsed is not a checked file either.
-    _write(tmp_path, {"broken.py": "min_blocks = self.max_cudagraph_capture_size or (\n"})
+    _write(tmp_path, {"broken.py": "cfg.num_gpu_blocks_override = self.max_cudagraph_capture_size or (\n"})
     broken = run_cgguard("check", "broken.py", "clean.py", cwd=tmp_path)
     assert broken.stdout == "No findings in 1 file checked. 1 error.\n"
 
@@ -173,8 +173,15 @@ def test_a_missing_path_is_an_error_not_a_checked_file(tmp_path):
 
 def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_page_says(tmp_path):
     _write(tmp_path, {
-        "mentions.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    blocks = n\n    def (\n",
-        "no_sink.py": "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n    def (\n",
+        "mentions.py": (
+            "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n"
+            "    self.cache_config.num_gpu_blocks_override = n\n    def (\n"
+        ),
+        # A block-named local and a kernel's ``num_blocks=`` are no sink: no sink word.
+        "no_sink.py": (
+            "def f(self):\n    n = self.compilation_config.max_cudagraph_capture_size or 1\n"
+            "    blocks = n\n    launch(grid, num_blocks=blocks)\n    def (\n"
+        ),
         "plain.py": "def f(:\n",
         # ``capture_size`` and ``batch_sizes`` are parts of the sources' names, not one.
         "near.py": "def f(capture_size, batch_sizes):\n    blocks = capture_size\n    def (\n",

@@ -141,9 +141,9 @@ def test_the_screen_decodes_only_files_that_may_import_from_their_project(tmp_pa
     )
     (tmp_path / "copied").mkdir()
     elsewhere = tmp_path / "copied" / "runner.py"
-    elsewhere.write_text("from vllm.config import limits\nnum_blocks = limits(c)\n")
+    elsewhere.write_text("from vllm.config import limits\nc.num_gpu_blocks_override = limits(c)\n")
     ours = tmp_path / "copied" / "worker.py"
-    ours.write_text("from pkg.helpers import cap\nnum_blocks = cap(c)\n")
+    ours.write_text("from pkg.helpers import cap\nc.num_gpu_blocks_override = cap(c)\n")
     context = RunContext()
     assert isinstance(screen_file(str(elsewhere), context), FileResult)
     assert screen_file(str(ours), context) == (ours.read_text(), False)

@@ -139,7 +139,7 @@ def test_sarif_is_valid_2_1_0_with_rules_results_and_fixes(tmp_path):
 
 
 def test_sarif_clean_run_and_errors_are_valid_too(tmp_path):
-    write(tmp_path, {"ok.py": CLEAN_SOURCE, "broken.py": "min_blocks = (max_cudagraph_capture_size\n"})
+    write(tmp_path, {"ok.py": CLEAN_SOURCE, "broken.py": "cfg.num_gpu_blocks_override = (max_cudagraph_capture_size\n"})
     clean = run_cgguard("check", "--format", "sarif", "ok.py", cwd=tmp_path)
     assert clean.returncode == 0
     doc = json.loads(clean.stdout)

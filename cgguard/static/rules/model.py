@@ -131,46 +131,20 @@ STORE_SINKS = frozenset({"num_gpu_blocks_override"})
 # Locals where a finding is placed when their value reaches a sink (never a sink themselves).
 _BLOCK_COUNT_LOCAL = r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
 
-# Every sink above (the stored attribute, the builders and their parameters, dict keys)
-# contains one of these words, case aside: code without any of them cannot hold a finding,
-# so the driver does not parse it (tests/static/test_sink_words.py holds every sink to it).
-SINK_WORD_LIST = ("blocks", "available_memory", "profil", "kv_cache_config", "minimal_kv_cache")
-SINK_WORDS = re.compile("|".join(SINK_WORD_LIST), re.IGNORECASE)
+# Every sink above names one of these words where it is reached: the stored attribute (also
+# in ``setattr``, ``replace``, a keyword or a dict key) or the builder whose parameter it is
+# (a parameter is a sink only of its callee, called by that name). Derived from the sinks,
+# case and all (they are names): code without any of them holds no sink, so the driver
+# parses such a file only where another module of its project may complete a flow with it
+# (tests/static/test_sink_words.py holds every sink to it).
+SINK_WORD_LIST = tuple(sorted(STORE_SINKS | {callee for callee, _, _ in PARAM_SINKS}))
+_SINK_WORD_BYTES = tuple(w.encode() for w in SINK_WORD_LIST)
 
 
 def mentions_sink_word(text: str | bytes) -> bool:
-    """``SINK_WORDS.search(text) is not None``, several times faster on a whole file (a
-    case-insensitive alternation is slow in ``re``; lowering and ``in`` are not).
-    Bytes (a file not yet decoded) are asked whether they *may* mention one: True also
-    where they hold a character that decoded text could match case-insensitively."""
+    """May the text hold one of the sinks: does it name a sink word (bytes or text)?"""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    # Lowering bytes is several times faster than a str, and finds the same words: a
-    # word found so is one the pattern finds too. Only where none is found can a
-    # folded character (below) make the answer differ, so only then is it looked for
-    # (the look costs a third of the scan on a file that is not ASCII).
-    low = data.lower()
-    # SINK_WORD_LIST, spelled out: four scans for five words, as both config words hold
-    # "kv_cache" (each scan of a file costs about what lowering it does).
-    # tests/static/test_sink_words.py holds this to SINK_WORDS, the list's own pattern.
-    found = (
-        b"blocks" in low
-        or b"profil" in low
-        or b"available_memory" in low
-        or (b"kv_cache" in low and (b"kv_cache_config" in low or b"minimal_kv_cache" in low))
-    )
-    if not found and not data.isascii():
-        if isinstance(text, str):
-            found = any(c in text for c in _FOLDS_TO_ASCII) and SINK_WORDS.search(text) is not None
-        else:
-            found = any(c in data for c in _FOLDS_TO_ASCII_UTF8)  # may: the text decides later
-    return found
-
-
-# The characters other than ASCII letters that a case-insensitive ``re`` matches with
-# an ASCII letter (dotted and dotless i, long s, Kelvin sign): where one occurs, the
-# pattern itself decides.
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-_FOLDS_TO_ASCII_UTF8 = tuple(c.encode() for c in _FOLDS_TO_ASCII)
+    return any(w in data for w in _SINK_WORD_BYTES)
 
 
 def is_capture_attr_name(value: object) -> bool:
