@@ -14,17 +14,19 @@ from cgguard.static.driver.check import check_source
 from cgguard.static.driver.context import RunContext
 from cgguard.static.rules import cgg003
 from cgguard.static.rules import model as capture_model
-from cgguard.static.rules.configs import CONFIGURATIONS
+from cgguard.static.rules.configs import CONFIGURATIONS, TOKENS_WHERE_REQUESTS_BELONG
+
+mentions_sink_word = TOKENS_WHERE_REQUESTS_BELONG.mentions_sink_word
 
 
 def test_every_sink_names_a_sink_word():
     names = [c for c, _, _ in cgg003.PARAM_SINKS] + sorted(cgg003.COMPARE_SINKS)
-    assert names and all(cgg003.mentions_sink_word(n) for n in names), names
-    assert all(cgg003.mentions_sink_word(n.encode()) for n in names)
-    assert not cgg003.mentions_sink_word("run_attention(seq_len=n)")
+    assert names and all(mentions_sink_word(n) for n in names), names
+    assert all(mentions_sink_word(n.encode()) for n in names)
+    assert not mentions_sink_word("run_attention(seq_len=n)")
     # A model defining its own builder holds no call of one.
-    assert not cgg003.mentions_sink_word("    def get_dummy_mm_data(\n        self, seq_len, mm_counts")
-    assert cgg003.mentions_sink_word(b"x = builder.get_dummy_mm_data(n, counts)")
+    assert not mentions_sink_word("    def get_dummy_mm_data(\n        self, seq_len, mm_counts")
+    assert mentions_sink_word(b"x = builder.get_dummy_mm_data(n, counts)")
 
 
 def test_the_configurations_needles_are_derived_from_their_sources():
@@ -158,9 +160,9 @@ def test_the_drafters_count_is_followed_through_the_data_parallel_sync():
 
 
 def test_the_drafters_sinks_count_requests_and_name_a_sink_word():
-    assert cgg003.mentions_sink_word("            self._runnable(\n")
-    assert cgg003.mentions_sink_word(b"self._run_merged_draft(num_tokens, batch_size)")
-    assert not cgg003.mentions_sink_word("    def _run_merged_draft(\n        self, n, batch_size")
+    assert mentions_sink_word("            self._runnable(\n")
+    assert mentions_sink_word(b"self._run_merged_draft(num_tokens, batch_size)")
+    assert not mentions_sink_word("    def _run_merged_draft(\n        self, n, batch_size")
     # A batch_size= of any other call is nothing; a request count handed in is silent.
     text = (
         "class P:\n"
@@ -215,6 +217,6 @@ def test_the_reverse_is_a_configuration_of_the_same_rule():
 
     only3 = RunContext(lambda code: code == "CGG003")
     assert reverse in only3.configurations and reverse.codes == ("CGG003",)
-    assert all(cgg003.mentions_token_bound(n) for n in cgg003.TOKEN_BOUND_STORES)
+    assert all(reverse.mentions_sink_word(n) for n in cgg003.TOKEN_BOUND_STORES)
     # A Mamba builder's bound counts requests: not its sink word.
-    assert not cgg003.mentions_token_bound("self.decode_cudagraph_max_bs = max_num_seqs")
+    assert not reverse.mentions_sink_word("self.decode_cudagraph_max_bs = max_num_seqs")

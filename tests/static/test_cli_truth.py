@@ -227,9 +227,9 @@ def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_pa
             assert in_project.stderr.startswith(f"{parsed_path}: error: "), in_project.stderr
             assert "syntax error at line" in in_project.stderr
     # The words the page lists are the model's sink words.
-    from cgguard.static.rules.model import SINK_WORD_LIST
+    from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
     parsed_section = linter_page[linter_page.index("## Which files are parsed"):]
-    assert all(f"`{word}`" in parsed_section for word in SINK_WORD_LIST)
+    assert all(f"`{word}`" in parsed_section for word in CAPTURE_SIZE_BLOCKS.sink_words)
     assert "`my-scripts/tool.py`" in parsed_section
     # The linter page's exit-code section says exactly that, instead of promising 2 for any
     # unparsable file.

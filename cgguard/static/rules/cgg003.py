@@ -94,31 +94,16 @@ TOKENS_PER_REQUEST = frozenset(
 )
 REQUEST_NEEDLES = needles_of(REQUEST_SOURCE_ATTRS)
 REQUEST_SOURCE_NAMES = tuple(sorted(REQUEST_SOURCE_ATTRS))
-_STORES = tuple(n.encode() for n in sorted(TOKEN_BOUND_STORES))
+# The reverse's one sink is a store of the bound: its sink word is the bound's name.
+REQUEST_SINK_NAMES = tuple(sorted(TOKEN_BOUND_STORES))
 
 NEEDLES = needles_of(SOURCE_ATTRS | SOURCE_LISTS | SOURCE_PARAMS)
 SOURCE_NAMES = tuple(sorted(SOURCE_ATTRS | SOURCE_LISTS | SOURCE_PARAMS))
-# Every sink above names one of these words (tests/static/test_cgg003.py): a builder's name
-# where it is called (not where a model defines its own ``get_dummy_mm_data``), or the
-# block count's name.
-SINK_WORD_LIST = (*(c for c, _, _ in PARAM_SINKS), *sorted(COMPARE_SINKS))
-_CALLEES = tuple(c.encode() for c, _, _ in PARAM_SINKS)
-_NAMES = tuple(n.encode() for n in sorted(COMPARE_SINKS))
-
-
-def mentions_sink_word(text: str | bytes) -> bool:
-    """May the text hold one of the sinks: a call of a builder of dummy inputs (its name,
-    not after ``def``), or a Mamba cache's block count? Case counts: these are names."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if any(n in data for n in _NAMES):
-        return True
-    for callee in _CALLEES:
-        at = data.find(callee)
-        while at != -1:
-            if not data[max(0, at - 16) : at].rstrip(b" \t").endswith(b"def"):
-                return True
-            at = data.find(callee, at + len(callee))
-    return False
+# Every sink above names one of these words where it is reached (the configuration derives
+# its sink words from them, rules/configs.py): a builder's name where it is called (not
+# where a model defines its own ``get_dummy_mm_data``), or the block count's name.
+SINK_CALLEES = tuple(dict.fromkeys(c for c, _, _ in PARAM_SINKS))
+SINK_NAMES = tuple(sorted(COMPARE_SINKS))
 
 
 def model() -> Model:
@@ -141,12 +126,6 @@ def model() -> Model:
         bound_label=BOUND_LABEL,
         unbounded_label=UNBOUNDED_LABEL,
     )
-
-
-def mentions_token_bound(text: str | bytes) -> bool:
-    """May the text hold a store of a decode CUDA-graph bound counted in tokens?"""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return any(n in data for n in _STORES)
 
 
 def requests_model() -> Model:

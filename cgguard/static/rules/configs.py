@@ -33,17 +33,48 @@ class Configuration:
     model: Callable[[], Model]  # made per run: the core keeps nothing between runs
     needles: tuple[str, ...]  # one of them is in every source's name
     source_names: tuple[str, ...]  # the sources' names whole
-    mentions_sink_word: Callable[[str | bytes], bool]  # may the text name a sink?
+    # The sink words, derived from the model's sinks (tests/static/test_sink_words.py):
+    # the names a sink holds wherever it is (a stored attribute, a compared count), and the
+    # callees whose parameters are sinks, which a sink names where it calls them. A text
+    # naming none of them holds no sink of this configuration.
+    sink_names: tuple[str, ...]
+    sink_callees: tuple[str, ...]
     # Whether a file that names none of its sink words is still read, for a flow that
     # another module of its project completes (a helper that sinks, an importer that
     # sinks a helper's return). False: only files naming a source and a sink word are.
     follows_imports: bool = True
     _needle_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     _source_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
+    _sink_name_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
+    _sink_callee_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_needle_bytes", tuple(n.encode() for n in self.needles))
-        object.__setattr__(self, "_source_bytes", tuple(n.encode() for n in self.source_names))
+        for name, words in (
+            ("_needle_bytes", self.needles),
+            ("_source_bytes", self.source_names),
+            ("_sink_name_bytes", self.sink_names),
+            ("_sink_callee_bytes", self.sink_callees),
+        ):
+            object.__setattr__(self, name, tuple(w.encode() for w in words))
+
+    @property
+    def sink_words(self) -> tuple[str, ...]:
+        return (*self.sink_names, *self.sink_callees)
+
+    def mentions_sink_word(self, text: str | bytes) -> bool:
+        """May the text hold one of the sinks: does it name a sink's name, or a callee whose
+        parameter is a sink other than where it is defined (after ``def``)? Case counts:
+        these are names."""
+        data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+        if any(n in data for n in self._sink_name_bytes):
+            return True
+        for callee in self._sink_callee_bytes:
+            at = data.find(callee)
+            while at != -1:
+                if not data[max(0, at - 16) : at].rstrip(b" \t").endswith(b"def"):
+                    return True
+                at = data.find(callee, at + len(callee))
+        return False
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -74,7 +105,8 @@ CAPTURE_SIZE_BLOCKS = Configuration(
     model=model.model,
     needles=model.NEEDLES,
     source_names=model.SOURCE_NAMES,
-    mentions_sink_word=model.mentions_sink_word,
+    sink_names=model.SINK_NAMES,
+    sink_callees=model.SINK_CALLEES,
 )
 
 TOKENS_WHERE_REQUESTS_BELONG = Configuration(
@@ -83,7 +115,8 @@ TOKENS_WHERE_REQUESTS_BELONG = Configuration(
     model=cgg003.model,
     needles=cgg003.NEEDLES,
     source_names=cgg003.SOURCE_NAMES,
-    mentions_sink_word=cgg003.mentions_sink_word,
+    sink_names=cgg003.SINK_NAMES,
+    sink_callees=cgg003.SINK_CALLEES,
     # Its sources and sinks are named in the module that holds the flow (vLLM's runners,
     # its compilation config): a file naming none of its sink words is not read for it.
     follows_imports=False,
@@ -95,7 +128,8 @@ REQUESTS_WHERE_TOKENS_BELONG = Configuration(
     model=cgg003.requests_model,
     needles=cgg003.REQUEST_NEEDLES,
     source_names=cgg003.REQUEST_SOURCE_NAMES,
-    mentions_sink_word=cgg003.mentions_token_bound,
+    sink_names=cgg003.REQUEST_SINK_NAMES,
+    sink_callees=(),
     # The bound is set and read in the attention builder that names it.
     follows_imports=False,
 )

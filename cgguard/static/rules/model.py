@@ -132,19 +132,12 @@ STORE_SINKS = frozenset({"num_gpu_blocks_override"})
 _BLOCK_COUNT_LOCAL = r"^(?:.*_blocks|blocks|num_gpu_blocks_override|num_gpu_blocks)$"
 
 # Every sink above names one of these words where it is reached: the stored attribute (also
-# in ``setattr``, ``replace``, a keyword or a dict key) or the builder whose parameter it is
-# (a parameter is a sink only of its callee, called by that name). Derived from the sinks,
-# case and all (they are names): code without any of them holds no sink, so the driver
-# parses such a file only where another module of its project may complete a flow with it
-# (tests/static/test_sink_words.py holds every sink to it).
-SINK_WORD_LIST = tuple(sorted(STORE_SINKS | {callee for callee, _, _ in PARAM_SINKS}))
-_SINK_WORD_BYTES = tuple(w.encode() for w in SINK_WORD_LIST)
-
-
-def mentions_sink_word(text: str | bytes) -> bool:
-    """May the text hold one of the sinks: does it name a sink word (bytes or text)?"""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return any(w in data for w in _SINK_WORD_BYTES)
+# in ``setattr``, ``replace``, a keyword or a dict key), or the builder whose parameter it is
+# where it is called (a parameter is a sink only of its callee, called by that name). The
+# configuration derives its sink words from them (rules/configs.py): names as spelled, so a
+# kernel's ``num_blocks=`` or a ``min_blocks`` local is none.
+SINK_NAMES = tuple(sorted(STORE_SINKS))
+SINK_CALLEES = tuple(sorted({callee for callee, _, _ in PARAM_SINKS}))
 
 
 def is_capture_attr_name(value: object) -> bool:
