@@ -3,9 +3,11 @@
 ``module_text()`` returns a module of about 270 KB shaped like a fork's attention
 backend: many backend, metadata-builder and implementation classes whose CUDA-graph
 capture size sizes token buffers (query start locations, sequence lengths, slot
-mappings) and a ``max()`` token capacity, beside KV-cache shapes and block tables. It
-names the capture size and block counts, so no byte screen can settle it; nothing in
-it reaches the profiling KV cache, so a checker must read it and report nothing.
+mappings) and a ``max()`` token capacity, beside KV-cache shapes and block tables, and a
+profiling hook that sets the profiling KV cache's block count as upstream's fix does (one
+block per sequence). It names the capture size and a sink (``num_gpu_blocks_override``),
+so no byte screen can settle it; no per-token count reaches the sink, so a checker must
+read it and report nothing.
 
 The text is generated (the same every time), not copied from any project.
 """
@@ -28,6 +30,13 @@ from vllm.utils.math_utils import cdiv
 
 BLOCK_M = 64
 NUM_SPLITS = 4
+
+
+def reserve_profiling_blocks(vllm_config: VllmConfig) -> None:
+    """The fork's profiling hook: one block per sequence, as upstream bounds it."""
+    capture_size = vllm_config.compilation_config.max_cudagraph_capture_size
+    max_num_seqs = vllm_config.scheduler_config.max_num_seqs
+    vllm_config.cache_config.num_gpu_blocks_override = min(max_num_seqs, capture_size) or 1
 
 '''
 

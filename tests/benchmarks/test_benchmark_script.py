@@ -366,7 +366,9 @@ def test_a_baseline_that_is_no_checkout_is_one_clear_error(small_corpus: Path, t
 
 def test_the_large_silent_module_is_generated_to_size_and_names_what_screens_look_for() -> None:
     """The module is Python of 250-300 KB, the same on every run, and holds both a capture
-    size and block-count words: no byte screen can settle it, the core must read it."""
+    size and a sink word: no byte screen can settle it, the core must read it."""
+    from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
+
     spec = importlib.util.spec_from_file_location("largesilent", REPO / "benchmarks" / "largesilent.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -374,7 +376,7 @@ def test_the_large_silent_module_is_generated_to_size_and_names_what_screens_loo
     assert 250_000 <= len(text.encode()) <= 300_000
     assert text == module.module_text()
     compile(text, "attention_backend.py", "exec")
-    assert "max_cudagraph_capture_size" in text and "num_blocks" in text
+    assert "max_cudagraph_capture_size" in text and CAPTURE_SIZE_BLOCKS.mentions_sink_word(text)
     assert "return max(capture_size or 0," in text  # a max() token capacity
     assert "torch.zeros(capture_size + 1," in text  # token buffers sized by the capture size
 
