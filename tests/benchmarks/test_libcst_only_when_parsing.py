@@ -171,7 +171,7 @@ def test_a_fork_checkout_of_the_fixed_release_never_imports_libcst(vllm_dir: Pat
 
 
 # A fork's checkout (.git and pyproject.toml at its top): a module naming the capture size,
-# and many files that import it and name block counts but use nothing that carries one.
+# and many files that import it and name a sink but hand it nothing that carries a count.
 FORK_CONFIG = (
     "def graph_blocks(compilation_config) -> int:\n"
     "    return compilation_config.max_cudagraph_capture_size or 1\n\n\n"
@@ -183,8 +183,8 @@ FORK_CONFIG = (
 FORK_BYSTANDER = (
     "from fork.config import GraphSizes, LIMIT\n\n\n"
     "class Pool(GraphSizes):\n"
-    "    def blocks(self, num_blocks: int) -> int:\n"
-    "        return min(num_blocks, LIMIT)\n"
+    "    def reserve(self, cache_config, num_blocks: int) -> None:\n"
+    "        cache_config.num_gpu_blocks_override = min(num_blocks, LIMIT)\n"
 )
 FORK_USER = (
     "from fork.config import graph_blocks\n\n\n"
@@ -213,7 +213,7 @@ def _fork(folder: Path, *, finding: bool) -> Path:
 @pytest.mark.parametrize("command", ["check", "fix"])
 def test_a_fork_checkout_imports_libcst_only_for_a_file_with_a_finding(tmp_path: Path, command: str) -> None:
     """In a fork's checkout every file that imports the module naming the capture size and
-    names a block count is a candidate; none of them has a finding (the helper's use is
+    names a sink (the profiling block count) is a candidate; none of them has a finding (the helper's use is
     bounded, the members are not used), so neither check nor fix imports libcst. One runner
     with a finding makes both import it, once."""
     assert _libcst_imports(_fork(tmp_path / "clean", finding=False), command=command) == 0

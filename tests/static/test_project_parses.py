@@ -119,7 +119,7 @@ def test_checking_the_helper_parses_nothing_when_its_finding_has_no_fix(tmp_path
 # A file of a project that names no source is parsed only where a flow from a source needs
 # it: a module a source-naming module's flow calls into, or one that uses what such a module
 # exports (a helper returning a count, a class whose members carry one, a base class). A
-# file that merely imports such a module and names a block count is not (issue 36: 586 of a
+# file that merely imports such a module and names a sink is not (issue 36: 586 of a
 # fork's 3,406 files were parsed for that alone). Counted in-process, on the parser the core
 # reads modules with, over the run the CLI makes (`check_paths`, one process).
 
@@ -146,17 +146,17 @@ USES_BASE = (
     "    def profile(self):\n"
     "        self.cache_config.num_gpu_blocks_override = self.max_graph\n"
 )
-# Import the source-naming module and name block counts, but use nothing that carries one.
+# Import the source-naming module and name a sink, but hand it nothing that carries a count.
 BYSTANDERS = [
     "from fork.config import GraphSizes, LIMIT\n\n\n"
-    f"def blocks_{i}(sizes: GraphSizes, num_blocks: int) -> int:\n"
-    "    return min(num_blocks, LIMIT)\n"
+    f"def blocks_{i}(sizes: GraphSizes, cache_config, num_blocks: int) -> None:\n"
+    "    cache_config.num_gpu_blocks_override = min(num_blocks, LIMIT)\n"
     for i in range(12)
 ] + [
     "from fork import config\n\n\n"
     f"class Pool{i}:\n"
-    "    def __init__(self, num_blocks: int):\n"
-    "        self.num_blocks = num_blocks + config.LIMIT\n"
+    "    def __init__(self, cache_config, num_blocks: int):\n"
+    "        cache_config.num_gpu_blocks_override = num_blocks + config.LIMIT\n"
     for i in range(12)
 ]
 
