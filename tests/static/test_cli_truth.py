@@ -214,12 +214,18 @@ def test_syntax_errors_are_reported_in_the_files_cgguard_parses_as_the_linter_pa
         "my-scripts/no_sink.py": no_sink_text,
         "my-scripts/importer.py": "from pkg.helpers import set_count\n" + no_sink_text,
     })
+    # ... nor as a module of its project that no module naming a sink word imports, when it
+    # calls no function of the project whose parameter reaches a sink ...
     for command in ("check", "fix"):
-        for unparsed_path in ("no_sink.py", "proj/my-scripts/no_sink.py"):
+        for unparsed_path in ("no_sink.py", "proj/my-scripts/no_sink.py", "proj/pkg/no_sink.py"):
             script = run_cgguard(command, unparsed_path, cwd=tmp_path)
             assert (script.returncode, script.stderr) == (0, ""), (command, script.stderr)
-    # ... but as a module of its project (others may import its helpers) or when it imports
-    # one (a helper there may allocate), it is parsed, and its syntax error reported.
+    # ... but where it names such a function (``set_count``, a helper there that allocates),
+    # or a module naming a sink word imports it (its helper may be the count), it is parsed,
+    # and its syntax error reported.
+    (tmp_path / "proj" / "pkg" / "profiling.py").write_text(
+        "from pkg.no_sink import f\n\n\ndef g(cfg):\n    cfg.num_gpu_blocks_override = f(cfg)\n"
+    )
     for parsed_path in ("proj/pkg/no_sink.py", "proj/my-scripts/importer.py"):
         for command in ("check", "fix"):
             in_project = run_cgguard(command, parsed_path, cwd=tmp_path)

@@ -40,6 +40,7 @@ from cgguard.static.core.outlines import Outlines
 from cgguard.static.core.patterns import Model
 from cgguard.static.core.placement import Placement
 from cgguard.static.core.project import ModuleInfo, ProjectIndex
+from cgguard.static.core.sinkreach import SinkReach
 from cgguard.static.core.summaries import Summaries
 
 
@@ -63,6 +64,7 @@ class Program:
         self.lending = Lending(self.index, self.classes, self.calls, self.summaries)
         placement = Placement(self.index, self.calls, self.summaries)
         self.module_hits = ModuleHits(model, self.summaries, self.lending, placement)
+        self._sink_reach: SinkReach | None = None
 
     # What the driver and the tests read of the run.
 
@@ -97,6 +99,9 @@ class Program:
         self.index.forget(os.path.abspath(path))
         self.classes.forget()
         self.fixpoint.forget()
+        # The sink callees are kept: a fix bounds a count, adding no sink word, import or
+        # parameter that reaches a sink, so what was found still holds every one (a callee
+        # whose parameter a fix bounded stays one: a file naming it is parsed, no more).
 
     def add(self, path: str, text: str, tree: ir.Module | None = None) -> ModuleInfo:
         """The module of ``text`` (the file checked), lowered unless ``tree`` is given."""
@@ -132,6 +137,17 @@ class Program:
         """What another module lends the module at ``path``, found without parsing it
         (:meth:`.lending.Lending.outline_words`)."""
         return self.lending.outline_words(path, text, imports)
+
+    def sink_reach(
+        self, sink_words: tuple[str, ...], names_a_sink: Callable[[bytes], bool]
+    ) -> SinkReach:
+        """The project's sink callees and the modules naming them (:mod:`.sinkreach`), for
+        the model's sink words (``names_a_sink``: does a text name one)."""
+        if self._sink_reach is None:
+            self._sink_reach = SinkReach(
+                self.index, self.summaries, self.fixpoint, sink_words, names_a_sink
+            )
+        return self._sink_reach
 
     def lines_at(self, path: str) -> list[str]:
         """The physical lines of a module the run has read."""

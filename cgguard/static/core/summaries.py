@@ -22,6 +22,10 @@ from cgguard.static.core.walks import returns_of
 from cgguard.static.core.words import attrs_assigned_from, mentions
 
 
+# The slot of the flow with every parameter seeded (no parameter is named so).
+ALL_PARAMS = "*"
+
+
 class Summaries:
     """The summaries of the project's functions and class members for one model."""
 
@@ -76,7 +80,13 @@ class Summaries:
     def param_flow(self, func: FunctionInfo, param: str, listed: bool = False) -> ScopeFlow | None:
         """The function's flow with ``param`` carrying a count of its own (``listed``: a list
         of counts, such as the capture sizes)."""
-        slot = (param, listed)
+        return self._seeded_flow(func, (param, listed), [param], listed)
+
+    def _seeded_flow(
+        self, func: FunctionInfo, slot: tuple[str, bool], params: list[str], listed: bool
+    ) -> ScopeFlow | None:
+        """The function's flow with each of ``params`` carrying a count of its own, kept
+        under ``slot``."""
         key = ("param", id(func.node), slot)
         facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
         if slot in facts.params_busy:
@@ -98,7 +108,7 @@ class Summaries:
                 ScopeResolver(self, module, cls),
                 summarising=True,
             )
-            flow.seed_params([param], func.node.params, listed=listed)
+            flow.seed_params(params, func.node.params, listed=listed)
             flow.run(ir.body_of(func.node))
             facts.params[slot] = flow
         finally:
@@ -301,6 +311,18 @@ class Summaries:
             for _, sink in flow.sunk_params[:1]:
                 out.append((arg, f"{sink} in {func.name}()"))
         return out
+
+    def sinks_a_param(self, func: FunctionInfo) -> bool:
+        """Does a parameter of ``func``, carrying a count of its own, reach a sink, or its
+        return under a sink's key (what :meth:`sinking` and :meth:`dict_entries` ask of a
+        call)?"""
+        params = _passable(func)
+        if not params:
+            return False
+        # One flow with every parameter seeded: each carries its own source, so what
+        # reaches a sink is the same as in the parameters' own flows, for one walk.
+        flow = self._seeded_flow(func, (ALL_PARAMS, False), params, False)
+        return flow is not None and bool(flow.sunk_params or flow.returned_keys)
 
     def dict_entries(
         self, func: FunctionInfo, call: ir.Call, tainted: Callable[[ir.Expr], bool]

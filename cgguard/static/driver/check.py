@@ -97,7 +97,9 @@ def core_hits(
             continue  # screened by the run: none of its sources, and none of its sinks
         elif not context.takes_a_count(text, path, root, configuration):
             continue  # no source here, and nothing it uses brings a count from another
-        program = context.program(root, configuration)
+        # A configuration that follows no flow across modules reads each file alone, as
+        # outside any project: a fork's checkout and its package give the same findings.
+        program = context.program(root if configuration.follows_imports else None, configuration)
         if lowered is None:
             given = tree() if callable(tree) else tree
         elif program.texts.get(os.path.abspath(path)) == text:

@@ -104,25 +104,32 @@ class RunContext:
     ) -> bool:
         """Can the code of a file that names a source take it to a sink (of
         ``configuration``; of any the run selected where None)? Every sink of a
-        configuration names one of its sink words. Without one, only
-        another module of its project can complete a flow: a helper the file imports (it
-        allocates), or a module that imports a helper of the file (the finding lands at the
-        helper's return). A file outside any project, or one no module can import (its
-        path is no module name) whose bytes import none of the project's modules, has no
-        finding to give, so it is not parsed."""
+        configuration names one of its sink words. Without one, only another module of
+        its project can complete a flow (:mod:`cgguard.static.core.sinkreach`): a function
+        the file calls whose parameter reaches a sink (a *sink callee*), or a module that
+        imports the file and names a sink word or a sink callee (the finding lands at the
+        file's helper's return). A file outside any project, one that no module can import
+        (its path is no module name) and that imports none of the project's modules, and
+        one that names no sink callee and that no such module imports have no finding to
+        give, so they are not parsed."""
         chosen = self.configurations if configuration is None else (configuration,)
         if mentions_sink_word(data, chosen):
             return True
-        if not any(c.follows_imports for c in chosen):
-            return False  # no other module can complete a flow for these
         root = self.roots.of_file(path) if path else None
         if root is None:
             return False
-        files = self.module_files(root)
-        if files.dotted_of(os.path.abspath(path)) is not None:
-            return True
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-        return files.may_import(raw, path)
+        files = self.module_files(root)
+        dotted = files.dotted_of(os.path.abspath(path))
+        if dotted is None and not files.may_import(raw, path):
+            return False  # no module imports it, and it calls none of the project's
+        for followed in (c for c in chosen if c.follows_imports):
+            reach = self.program(root, followed).sink_reach(
+                followed.sink_words, followed.mentions_sink_word
+            )
+            if reach.may_complete(raw, path, dotted):
+                return True
+        return False
 
     def takes_a_count(
         self,

@@ -39,9 +39,11 @@ class Configuration:
     # naming none of them holds no sink of this configuration.
     sink_names: tuple[str, ...]
     sink_callees: tuple[str, ...]
-    # Whether a file that names none of its sink words is still read, for a flow that
-    # another module of its project completes (a helper that sinks, an importer that
-    # sinks a helper's return). False: only files naming a source and a sink word are.
+    # Whether its flows cross the modules of a project: a file that names none of its sink
+    # words is still read, for a flow that another module completes (a helper that sinks,
+    # an importer that sinks a helper's return), and a call, an import or a base class is
+    # followed into the module that defines it. False: only files naming a source and a
+    # sink word are read, each alone, as outside any project.
     follows_imports: bool = True
     _needle_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     _source_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)

@@ -1,0 +1,195 @@
+"""A module of a fork's checkout that names a capture size but no sink word is parsed only
+where another module can complete a flow from it (issue 36): it calls a function of the
+project one of whose parameters reaches a sink (a *sink callee*, found from the modules that
+name a sink word, through any number of helpers), or a module that names a sink word or a
+sink callee imports it. Counted in-process, on the parser the core reads modules with, over
+the run the CLI makes (``check_paths``, one process); the findings are those of the real CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cgguard.static.driver.context import RunContext
+from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
+
+# Sets the override from what it is handed: its parameter reaches a sink.
+HELPERS = (
+    "def set_profiling_blocks(cache_config, num_blocks) -> None:\n"
+    "    cache_config.num_gpu_blocks_override = num_blocks\n\n\n"
+    "def log_blocks(cache_config, num_blocks) -> None:\n"
+    "    print(cache_config.num_gpu_blocks_override, num_blocks)\n"
+)
+# Names neither a source nor a sink word: hands its parameter on to the helper.
+MIDDLE = (
+    "from fork.helpers import set_profiling_blocks\n\n\n"
+    "def reserve(cache_config, n) -> None:\n"
+    "    set_profiling_blocks(cache_config, n)\n"
+)
+# Names a capture size, no sink word: the count reaches the override two calls away.
+CALLER = (
+    "from fork.middle import reserve\n\n\n"
+    "def profile(cache_config, compilation_config) -> None:\n"
+    "    reserve(cache_config, compilation_config.max_cudagraph_capture_size)\n"
+)
+# Names a capture size, no sink word, and calls only what reaches no sink.
+WARMUP = (
+    "from fork.helpers import log_blocks\n\n\n"
+    "def warm_up(runner, cache_config, compilation_config) -> None:\n"
+    "    for size in compilation_config.cudagraph_capture_sizes:\n"
+    "        runner.dummy_run(size)\n"
+    "    log_blocks(cache_config, compilation_config.max_cudagraph_capture_size)\n"
+)
+# A helper returning a capture size, imported by no module that names a sink.
+LIMITS = (
+    "def graph_tokens(compilation_config) -> int:\n"
+    "    return compilation_config.max_cudagraph_capture_size or 1\n"
+)
+TOKEN_BUFFER = (
+    "from fork.limits import graph_tokens\n\n\n"
+    "def buffer_rows(compilation_config) -> int:\n"
+    "    return graph_tokens(compilation_config) + 1\n"
+)
+
+
+def _fork(root: Path) -> Path:
+    """A fork's checkout: ``.git`` and ``pyproject.toml`` at its top, package ``fork``."""
+    (root / ".git").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    pkg = root / "fork"
+    pkg.mkdir()
+    for name, text in {
+        "__init__.py": "",
+        "helpers.py": HELPERS,
+        "middle.py": MIDDLE,
+        "caller.py": CALLER,
+        "warmup.py": WARMUP,
+        "limits.py": LIMITS,
+        "token_buffer.py": TOKEN_BUFFER,
+    }.items():
+        (pkg / name).write_text(text)
+    return pkg
+
+
+def _parsed_by_check(monkeypatch, target: Path) -> tuple[set[str], list]:
+    from cgguard.static.core import pyast
+    from cgguard.static.driver.run import check_paths
+
+    parsed: list[str] = []
+    real = pyast.parse
+
+    def recording(text, path="<string>", **kwargs):
+        parsed.append(os.path.basename(path))
+        return real(text, path, **kwargs)
+
+    monkeypatch.setattr(pyast, "parse", recording)
+    monkeypatch.setenv("CGGUARD_JOBS", "1")
+    run = check_paths([str(target)])
+    assert not run.errors, run.errors
+    return set(parsed), run.findings
+
+
+def test_the_sink_callees_are_found_through_a_helper_that_names_no_sink(tmp_path):
+    pkg = _fork(tmp_path)
+    context = RunContext()
+    root = str(tmp_path)
+    reach = context.program(root, CAPTURE_SIZE_BLOCKS).sink_reach(
+        CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word
+    )
+    # ``log_blocks`` names the sink word but hands its parameter to none.
+    assert reach.callees() == {"set_profiling_blocks", "reserve"}
+    # The modules naming a sink word or a sink callee (those that can complete a flow).
+    assert {Path(p).name for p in reach.reaching()} == {"helpers.py", "middle.py", "caller.py"}
+    assert reach.may_complete(
+        (pkg / "caller.py").read_bytes(), str(pkg / "caller.py"), "fork.caller"
+    )
+    for name in ("warmup", "limits"):
+        path = pkg / f"{name}.py"
+        assert not reach.may_complete(path.read_bytes(), str(path), f"fork.{name}")
+
+
+def test_a_fork_checkout_parses_the_sources_another_module_can_complete(monkeypatch, tmp_path):
+    _fork(tmp_path)
+    parsed, findings = _parsed_by_check(monkeypatch, tmp_path)
+    # caller.py hands its count to a sink callee: parsed, and its finding found. warmup.py
+    # and limits.py name a capture size, but no module that names a sink or a sink callee
+    # can complete a flow from them: a package leaves them alone, and so does a fork now
+    # (before, every module of a project that named a source was parsed).
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("caller.py", 5, "CGG001")]
+    assert "caller.py" in parsed
+    assert not parsed & {"warmup.py", "limits.py"}, parsed
+
+
+def test_a_source_module_a_sink_naming_module_imports_is_parsed(monkeypatch, tmp_path):
+    pkg = _fork(tmp_path)
+    (pkg / "runner.py").write_text(
+        "from fork.limits import graph_tokens\n\n\n"
+        "def profile(cache_config, compilation_config) -> None:\n"
+        "    cache_config.num_gpu_blocks_override = graph_tokens(compilation_config)\n"
+    )
+    parsed, findings = _parsed_by_check(monkeypatch, tmp_path)
+    assert "limits.py" in parsed
+    # The helper also sizes a token buffer: the finding stays at the runner's use.
+    assert sorted((Path(f.path).name, f.line) for f in findings) == [
+        ("caller.py", 5),
+        ("runner.py", 5),
+    ]
+
+
+def test_a_one_file_run_on_the_caller_agrees_with_the_checkout(tmp_path):
+    """pre-commit checks the files a commit changes: the caller alone gives its finding."""
+    pkg = _fork(tmp_path)
+    env = dict(os.environ, CGGUARD_JOBS="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "cgguard", "check", "--isolated", str(pkg / "caller.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "caller.py:5:" in done.stdout and "CGG001" in done.stdout
+    quiet = subprocess.run(
+        [sys.executable, "-m", "cgguard", "check", "--isolated", str(pkg / "warmup.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+
+
+@pytest.mark.parametrize(
+    ("importer", "reaches"),
+    [
+        ("from fork.limits import graph_tokens\n", True),
+        ("from fork import limits\n", True),
+        ("import fork.limits as lim\n", True),
+        ("from fork.api import graph_tokens\n", True),  # re-exported by another module
+        ("from fork.limits import LIMIT\n", False),  # a constant's module: no call into it
+        ("import fork\n", False),  # ``fork.limits.f()`` is no call the core resolves
+    ],
+)
+def test_which_imports_can_call_into_a_module(tmp_path, importer, reaches):
+    pkg = _fork(tmp_path)
+    (pkg / "limits.py").write_text(LIMITS + "\n\nclass LIMIT:\n    pass\n")
+    (pkg / "api.py").write_text("from fork.limits import graph_tokens\n")
+    (pkg / "runner.py").write_text(
+        importer + "\n\ndef store(cfg, n):\n    cfg.num_gpu_blocks_override = n\n"
+    )
+    reach = (
+        RunContext()
+        .program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+        .sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
+    )
+    path = pkg / "limits.py"
+    assert reach.may_complete(path.read_bytes(), str(path), "fork.limits") is reaches
