@@ -193,3 +193,43 @@ def test_which_imports_can_call_into_a_module(tmp_path, importer, reaches):
     )
     path = pkg / "limits.py"
     assert reach.may_complete(path.read_bytes(), str(path), "fork.limits") is reaches
+
+
+def test_the_child_leaves_a_file_that_needs_the_sink_callees_to_the_parent(tmp_path, monkeypatch):
+    """In a run shared with a forked child, what the project's modules say is worked out
+    once, by the parent: the child hands such a file back (ParentOnly) until then."""
+    from cgguard.static.driver import parallel
+
+    pkg = _fork(tmp_path)
+    caller = pkg / "caller.py"
+    monkeypatch.setattr(parallel, "_IN_CHILD", True)
+    context = RunContext()
+    with pytest.raises(parallel.ParentOnly):
+        context.may_reach_a_sink(caller.read_bytes(), str(caller))
+    # A file that names a sink word is decided from its own text, in the child too.
+    helpers = pkg / "helpers.py"
+    assert context.may_reach_a_sink(helpers.read_bytes(), str(helpers))
+    monkeypatch.setattr(parallel, "_IN_CHILD", False)
+    assert context.may_reach_a_sink(caller.read_bytes(), str(caller))
+    monkeypatch.setattr(parallel, "_IN_CHILD", True)  # worked out: the child decides
+    warmup = pkg / "warmup.py"
+    assert not context.may_reach_a_sink(warmup.read_bytes(), str(warmup))
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_one_process_and_two_find_the_same(tmp_path, jobs):
+    _fork(tmp_path)
+    env = dict(os.environ, CGGUARD_JOBS=jobs)
+    done = subprocess.run(
+        [sys.executable, "-m", "cgguard", "check", "--isolated", "."],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    assert [line.split(":")[:2] for line in done.stdout.splitlines() if " CGG001 " in line] == [
+        ["fork/caller.py", "5"]
+    ]

@@ -23,6 +23,7 @@ one are summarised.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 
 from cgguard.static.core import ir
@@ -34,6 +35,8 @@ from cgguard.static.core.words import mentions
 
 # How many modules a re-exported name is followed through (as the core's call resolution).
 MAX_REEXPORTS = 8
+# A function's definition: ``def name`` (or ``async def``) first on its line.
+_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 # A class's own methods that its name calls: ``Klass(n)`` runs them.
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__call__"})
 
@@ -56,7 +59,7 @@ class SinkReach:
         self._callees: frozenset[str] | None = None
         self._sink_modules: list[str] | None = None  # paths of the modules naming a sink word
         self._reaching: list[str] = []  # and of those naming a sink word or a sink callee
-        self._bound: dict[str, set[str]] = {}  # see _bound_modules
+        self._imports: dict[str, tuple[set[str], dict[str, set[str]]]] = {}  # see _imports_of
 
     def sink_modules(self) -> list[str]:
         """The project's modules whose text names a sink word (read as bytes, not parsed)."""
@@ -80,56 +83,93 @@ class SinkReach:
         self.callees()
         return self._reaching
 
+    @property
+    def derived(self) -> bool:
+        """Whether the sink callees are worked out already (:meth:`callees`)."""
+        return self._callees is not None
+
     def may_complete(self, data: bytes, path: str, dotted: str | None) -> bool:
         """Can another module complete a flow from a source in the file at ``path`` (these
-        bytes, naming no sink word): can a module that names a sink word call a function of
-        it (``dotted``: its module's name, None where no module can import it), or does it
-        name a sink callee, or can a module that names one call a function of it? Asked in
-        that order: the first needs no module parsed, the others the sink callees."""
+        bytes, naming no sink word)? :meth:`called_by_a_sink_module` or
+        :meth:`completed_through_callees`, in that order: the first needs no module parsed,
+        the second the sink callees."""
+        return self.called_by_a_sink_module(path, dotted) or self.completed_through_callees(
+            data, path, dotted
+        )
+
+    def called_by_a_sink_module(self, path: str, dotted: str | None) -> bool:
+        """Can a module that names a sink word call a function of the file at ``path``
+        (``dotted``: its module's name, None where no module can import it)?"""
         key = os.path.abspath(path)
-        if dotted is not None and self._called_from(self.sink_modules(), dotted, key):
-            return True
+        return dotted is not None and self._called_from(self.sink_modules(), dotted, key)
+
+    def completed_through_callees(self, data: bytes, path: str, dotted: str | None) -> bool:
+        """Does the file at ``path`` (these bytes) name a sink callee, or can a module that
+        names one call a function of it?"""
         if _names_one(data, self.callees()):
             return True
+        key = os.path.abspath(path)
         return dotted is not None and self._called_from(self.reaching(), dotted, key)
 
     def _called_from(self, modules: list[str], dotted: str, key: str) -> bool:
-        """Can one of ``modules`` (other than the file at ``key``) call a function of the
-        module ``dotted``?"""
-        return any(dotted in self._bound_modules(m) for m in modules if m != key)
+        """Can one of ``modules`` (other than the file at ``key``, the module ``dotted``)
+        call a function of it? Where one imports the module itself (``import m as x``,
+        ``from pkg import m``: ``x.f()``), or a name the file defines a function by from it
+        (``from m import f``), or from a module or package that re-exports it from the
+        file, followed through their import statements (their outlines), as the core's
+        call resolution follows them."""
+        defined: set[str] | None = None
+        for other in modules:
+            if other == key:
+                continue
+            whole, names = self._imports_of(other)
+            if dotted in whole:
+                return True
+            if defined is None:
+                data = self.index.read_bytes(key)
+                defined = set() if data is None else _defined_names(data)
+            for name in names.keys() & defined:
+                if any(self._reexports(module, name, dotted, 0) for module in names[name]):
+                    return True
+        return False
 
-    def _bound_modules(self, path: str) -> set[str]:
-        """The modules whose functions the imports of the module at ``path`` may bind, as
-        the core resolves a call (:class:`~.calls.Calls`): ``m`` for ``import m as x``
-        (``x.f()``), ``pkg.m`` for ``from pkg import m`` (``m.f()``), and for ``from m
-        import f`` the module ``m`` and every module it re-exports ``f`` from, followed
-        through their import statements (their outlines), where its text can bind ``f`` to a
-        function (:meth:`.project.ProjectIndex.may_bind_function`, the core's own test)."""
-        found = self._bound.get(path)
+    def _reexports(self, module: str, name: str, dotted: str, depth: int) -> bool:
+        """Does ``from module import name`` reach the module ``dotted``'s ``name``, through
+        the import statements of the modules between?"""
+        if module == dotted:
+            return True
+        file = self.index.module_file(module)
+        outline = (
+            None if file is None or depth >= MAX_REEXPORTS else self.index.outlines.of_file(file)
+        )
+        if outline is None:
+            return False
+        if dotted in outline.stars:
+            return True
+        specs = outline.imports.get(name, ())
+        return any(
+            m == dotted or (a == name and self._reexports(m, name, dotted, depth + 1))
+            for m, a in specs
+        )
+
+    def _imports_of(self, path: str) -> tuple[set[str], dict[str, set[str]]]:
+        """What the imports of the module at ``path`` bind, from its outline: the modules
+        bound whole, and each name imported from a module, with the modules it is
+        imported from."""
+        found = self._imports.get(path)
         if found is None:
-            found = self._bound[path] = set()
             outline = self.index.outlines.of_file(path)
-            specs = [] if outline is None else [s for v in outline.imports.values() for s in v]
-            seen: set[tuple[str, str | None]] = set()
-            depth = 0
-            while specs and depth <= MAX_REEXPORTS:
-                more: list[tuple[str, str | None]] = []
+            whole: set[str] = set()
+            names: dict[str, set[str]] = {}
+            for specs in [] if outline is None else outline.imports.values():
                 for module, name in specs:
-                    if (module, name) in seen:
-                        continue
-                    seen.add((module, name))
                     if name is None:
-                        found.add(module)
-                        continue
-                    found.add(f"{module}.{name}")
-                    if not self.index.may_bind_function(module, name):
-                        continue  # a class, a constant: the core calls no function of it
-                    found.add(module)
-                    file = self.index.module_file(module)
-                    held = None if file is None else self.index.outlines.of_file(file)
-                    if held is not None:
-                        more.extend(held.imports.get(name, ()))
-                specs, depth = more, depth + 1
+                        whole.add(module)
+                    else:
+                        whole.add(f"{module}.{name}")
+                        names.setdefault(name, set()).add(module)
+            whole.update(() if outline is None else outline.stars)
+            found = self._imports[path] = (whole, names)
         return found
 
     def _derive(self) -> set[str]:
@@ -196,6 +236,12 @@ def _bound_names(stmt: ir.Assign) -> set[str]:
         elif isinstance(target, ir.Attribute):
             names.add(target.attr)
     return names
+
+
+def _defined_names(data: bytes) -> set[str]:
+    """The names the text defines a function by, at any depth (a superset: ``def`` in a
+    string counts too)."""
+    return {m.decode("utf-8", "surrogateescape") for m in _DEF.findall(data)}
 
 
 def _names_one_in(index: ProjectIndex, path: str, words: set[str]) -> bool:

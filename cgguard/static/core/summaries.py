@@ -21,7 +21,6 @@ from cgguard.static.core.scope import ClassFactsView, ScopeResolver
 from cgguard.static.core.walks import returns_of
 from cgguard.static.core.words import attrs_assigned_from, mentions
 
-
 # The slot of the flow with every parameter seeded (no parameter is named so).
 ALL_PARAMS = "*"
 

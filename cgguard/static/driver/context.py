@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cgguard.static.core.modulefiles import ModuleFiles
+from cgguard.static.driver import parallel
 from cgguard.static.driver.prefilter import mentions_sink_word
 from cgguard.static.driver.projectroot import ProjectRoots
 from cgguard.static.rules.configs import CONFIGURATIONS, Configuration, selected
@@ -115,6 +116,8 @@ class RunContext:
         chosen = self.configurations if configuration is None else (configuration,)
         if mentions_sink_word(data, chosen):
             return True
+        if not any(c.follows_imports for c in chosen):
+            return False  # no other module can complete a flow for these
         root = self.roots.of_file(path) if path else None
         if root is None:
             return False
@@ -123,13 +126,19 @@ class RunContext:
         dotted = files.dotted_of(os.path.abspath(path))
         if dotted is None and not files.may_import(raw, path):
             return False  # no module imports it, and it calls none of the project's
-        for followed in (c for c in chosen if c.follows_imports):
-            reach = self.program(root, followed).sink_reach(
-                followed.sink_words, followed.mentions_sink_word
-            )
-            if reach.may_complete(raw, path, dotted):
-                return True
-        return False
+        reaches = [
+            self.program(root, c).sink_reach(c.sink_words, c.mentions_sink_word)
+            for c in chosen
+            if c.follows_imports
+        ]
+        if parallel.in_child() and not all(reach.derived for reach in reaches):
+            # What the project's modules say (the modules naming a sink word, what they
+            # import, the sink callees) is worked out once, by the parent, which decides
+            # this file while the child goes on with others.
+            raise parallel.ParentOnly
+        if any(reach.called_by_a_sink_module(path, dotted) for reach in reaches):
+            return True
+        return any(reach.completed_through_callees(raw, path, dotted) for reach in reaches)
 
     def takes_a_count(
         self,
