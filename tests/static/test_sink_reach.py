@@ -233,3 +233,23 @@ def test_one_process_and_two_find_the_same(tmp_path, jobs):
     assert [line.split(":")[:2] for line in done.stdout.splitlines() if " CGG001 " in line] == [
         ["fork/caller.py", "5"]
     ]
+
+
+def test_a_function_named_in_other_letters_is_found_by_its_whole_name(tmp_path):
+    pkg = _fork(tmp_path)
+    (pkg / "größen.py").write_text(
+        "def graph_größe(compilation_config) -> int:\n"
+        "    return compilation_config.max_cudagraph_capture_size\n",
+        encoding="utf-8",
+    )
+    (pkg / "api.py").write_text("from fork.größen import graph_größe\n", encoding="utf-8")
+    (pkg / "runner.py").write_text(
+        "from fork.api import graph_größe\n\n\ndef store(cfg):\n"
+        "    cfg.num_gpu_blocks_override = graph_größe(cfg)\n",
+        encoding="utf-8",
+    )
+    reach = RunContext().program(str(tmp_path), CAPTURE_SIZE_BLOCKS).sink_reach(
+        CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word
+    )
+    path = pkg / "größen.py"
+    assert reach.called_by_a_sink_module(str(path), "fork.größen")

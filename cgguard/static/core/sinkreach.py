@@ -36,7 +36,7 @@ from cgguard.static.core.words import mentions
 # How many modules a re-exported name is followed through (as the core's call resolution).
 MAX_REEXPORTS = 8
 # A function's definition: ``def name`` (or ``async def``) first on its line.
-_DEF = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 # A class's own methods that its name calls: ``Klass(n)`` runs them.
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__call__"})
 
@@ -240,8 +240,8 @@ def _bound_names(stmt: ir.Assign) -> set[str]:
 
 def _defined_names(data: bytes) -> set[str]:
     """The names the text defines a function by, at any depth (a superset: ``def`` in a
-    string counts too)."""
-    return {m.decode("utf-8", "surrogateescape") for m in _DEF.findall(data)}
+    string counts too). Decoded, so a name with non-ASCII letters is whole."""
+    return set(_DEF.findall(data.decode("utf-8", "surrogateescape")))
 
 
 def _names_one_in(index: ProjectIndex, path: str, words: set[str]) -> bool:
