@@ -37,6 +37,7 @@ from cgguard.static.core.words import mentions
 MAX_REEXPORTS = 8
 # A function's definition: ``def name`` (or ``async def``) first on its line.
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_DEF_BYTES = re.compile(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 # A class's own methods that its name calls: ``Klass(n)`` runs them.
 _CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__call__"})
 
@@ -60,6 +61,7 @@ class SinkReach:
         self._sink_modules: list[str] | None = None  # paths of the modules naming a sink word
         self._reaching: list[str] = []  # and of those naming a sink word or a sink callee
         self._imports: dict[str, tuple[set[str], dict[str, set[str]]]] = {}  # see _imports_of
+        self._defined: dict[str, set[str]] = {}  # a file's path -> the names it defines
 
     def sink_modules(self) -> list[str]:
         """The project's modules whose text names a sink word (read as bytes, not parsed)."""
@@ -118,16 +120,14 @@ class SinkReach:
         (``from m import f``), or from a module or package that re-exports it from the
         file, followed through their import statements (their outlines), as the core's
         call resolution follows them."""
-        defined: set[str] | None = None
-        for other in modules:
-            if other == key:
-                continue
-            whole, names = self._imports_of(other)
-            if dotted in whole:
-                return True
-            if defined is None:
-                data = self.index.read_bytes(key)
-                defined = set() if data is None else _defined_names(data)
+        others = [self._imports_of(m) for m in modules if m != key]
+        if any(dotted in whole for whole, _ in others):
+            return True
+        defined = self._defined.get(key)
+        if defined is None:
+            data = self.index.read_bytes(key)
+            defined = self._defined[key] = set() if data is None else _defined_names(data)
+        for _, names in others:
             for name in names.keys() & defined:
                 if any(self._reexports(module, name, dotted, 0) for module in names[name]):
                     return True
@@ -241,6 +241,8 @@ def _bound_names(stmt: ir.Assign) -> set[str]:
 def _defined_names(data: bytes) -> set[str]:
     """The names the text defines a function by, at any depth (a superset: ``def`` in a
     string counts too). Decoded, so a name with non-ASCII letters is whole."""
+    if data.isascii():
+        return {m.decode() for m in _DEF_BYTES.findall(data)}
     return set(_DEF.findall(data.decode("utf-8", "surrogateescape")))
 
 
