@@ -318,8 +318,9 @@ class Summaries:
         params = _passable(func)
         if not params:
             return False
-        # One flow with every parameter seeded: each carries its own source, so what
-        # reaches a sink is the same as in the parameters' own flows, for one walk.
+        # One flow with every parameter seeded, each carrying its own source: a sink that
+        # one parameter's own flow reaches, this one reaches too (with that parameter's
+        # count or another's, where both meet), for one walk instead of one per parameter.
         flow = self._seeded_flow(func, (ALL_PARAMS, False), params, False)
         return flow is not None and bool(flow.sunk_params or flow.returned_keys)
 
