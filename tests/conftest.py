@@ -50,6 +50,28 @@ def run_cgguard(*args: str, cwd: Path | str | None = None, input: str | None = N
     )
 
 
+def parsed_by_check(monkeypatch, folder: Path) -> tuple[set[str], list]:
+    """The files (absolute paths) Python's parser read for the core during a check of
+    ``folder`` in one process, as the CLI runs it (``check_paths``), and the findings. No
+    module is parsed twice in one run."""
+    from cgguard.static.core import pyast
+    from cgguard.static.driver.run import check_paths
+
+    parsed: list[str] = []
+    real = pyast.parse
+
+    def recording(text, path="<string>", **kwargs):
+        parsed.append(os.path.abspath(path))
+        return real(text, path, **kwargs)
+
+    monkeypatch.setattr(pyast, "parse", recording)
+    monkeypatch.setenv("CGGUARD_JOBS", "1")
+    run = check_paths([str(folder)])
+    assert not run.errors, run.errors
+    assert len(parsed) == len(set(parsed)), "a module parsed twice in one run"
+    return set(parsed), run.findings
+
+
 @pytest.fixture(scope="session")
 def vllm_dir() -> Path:
     return installed_vllm_dir()

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import parsed_by_check
+
 # Records the line count of every text libcst parses, then runs the real CLI.
 RECORDING_CLI = """
 import json, runpy, sys
@@ -178,30 +180,9 @@ def _fork_checkout(root: Path, *, findings: bool) -> Path:
     return root
 
 
-def _parsed_by_check(monkeypatch, folder: Path) -> tuple[set[str], list]:
-    """The files Python's parser read for the core during a check of ``folder``, and the
-    findings."""
-    from cgguard.static.core import pyast
-    from cgguard.static.driver.run import check_paths
-
-    parsed: list[str] = []
-    real = pyast.parse
-
-    def recording(text, path="<string>", **kwargs):
-        parsed.append(os.path.abspath(path))
-        return real(text, path, **kwargs)
-
-    monkeypatch.setattr(pyast, "parse", recording)
-    monkeypatch.setenv("CGGUARD_JOBS", "1")
-    run = check_paths([str(folder)])
-    assert not run.errors, run.errors
-    assert len(parsed) == len(set(parsed)), "a module parsed twice in one run"
-    return set(parsed), run.findings
-
-
 def test_a_fork_checkout_parses_only_what_flows_from_its_sources_need(monkeypatch, tmp_path):
     root = _fork_checkout(tmp_path, findings=True)
-    parsed, findings = _parsed_by_check(monkeypatch, root)
+    parsed, findings = parsed_by_check(monkeypatch, root)
     pkg = root / "fork"
     # The module naming the source, the helper its flow calls, and the two modules that
     # use what it exports: 4 files of 29. The bystanders import it and name block counts.
@@ -214,7 +195,7 @@ def test_a_fork_checkout_parses_only_what_flows_from_its_sources_need(monkeypatc
 
 def test_a_fork_checkout_with_nothing_to_report_parses_its_source_alone(monkeypatch, tmp_path):
     root = _fork_checkout(tmp_path, findings=False)
-    parsed, findings = _parsed_by_check(monkeypatch, root)
+    parsed, findings = parsed_by_check(monkeypatch, root)
     assert findings == []
     assert parsed == {str(root / "fork" / "config.py"), str(root / "fork" / "util.py")}
 
@@ -232,7 +213,7 @@ def test_a_fork_checkout_of_the_release_parses_only_files_its_sources_reach(
     shutil.copytree(vllm_dir, tmp_path / "vllm", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     (tmp_path / ".git").mkdir()
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vllm'\n")
-    parsed, findings = _parsed_by_check(monkeypatch, tmp_path)
+    parsed, findings = parsed_by_check(monkeypatch, tmp_path)
     assert findings == []  # the release carries upstream's bound
     files = ModuleFiles(str(tmp_path))
 

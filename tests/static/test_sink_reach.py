@@ -9,14 +9,13 @@ the run the CLI makes (``check_paths``, one process); the findings are those of 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cgguard.static.driver.context import RunContext
 from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
+from tests.conftest import parsed_by_check, run_cgguard
 
 # Sets the override from what it is handed: its parameter reaches a sink.
 HELPERS = (
@@ -76,22 +75,10 @@ def _fork(root: Path) -> Path:
     return pkg
 
 
-def _parsed_by_check(monkeypatch, target: Path) -> tuple[set[str], list]:
-    from cgguard.static.core import pyast
-    from cgguard.static.driver.run import check_paths
-
-    parsed: list[str] = []
-    real = pyast.parse
-
-    def recording(text, path="<string>", **kwargs):
-        parsed.append(os.path.basename(path))
-        return real(text, path, **kwargs)
-
-    monkeypatch.setattr(pyast, "parse", recording)
-    monkeypatch.setenv("CGGUARD_JOBS", "1")
-    run = check_paths([str(target)])
-    assert not run.errors, run.errors
-    return set(parsed), run.findings
+def _parsed_names(monkeypatch, folder: Path) -> tuple[set[str], list]:
+    """:func:`tests.conftest.parsed_by_check`, the files by name."""
+    parsed, findings = parsed_by_check(monkeypatch, folder)
+    return {os.path.basename(p) for p in parsed}, findings
 
 
 def test_the_sink_callees_are_found_through_a_helper_that_names_no_sink(tmp_path):
@@ -115,7 +102,7 @@ def test_the_sink_callees_are_found_through_a_helper_that_names_no_sink(tmp_path
 
 def test_a_fork_checkout_parses_the_sources_another_module_can_complete(monkeypatch, tmp_path):
     _fork(tmp_path)
-    parsed, findings = _parsed_by_check(monkeypatch, tmp_path)
+    parsed, findings = _parsed_names(monkeypatch, tmp_path)
     # caller.py hands its count to a sink callee: parsed, and its finding found. warmup.py
     # and limits.py name a capture size, but no module that names a sink or a sink callee
     # can complete a flow from them: a package leaves them alone, and so does a fork now
@@ -132,7 +119,7 @@ def test_a_source_module_a_sink_naming_module_imports_is_parsed(monkeypatch, tmp
         "def profile(cache_config, compilation_config) -> None:\n"
         "    cache_config.num_gpu_blocks_override = graph_tokens(compilation_config)\n"
     )
-    parsed, findings = _parsed_by_check(monkeypatch, tmp_path)
+    parsed, findings = _parsed_names(monkeypatch, tmp_path)
     assert "limits.py" in parsed
     # The helper also sizes a token buffer: the finding stays at the runner's use.
     assert sorted((Path(f.path).name, f.line) for f in findings) == [
@@ -144,27 +131,11 @@ def test_a_source_module_a_sink_naming_module_imports_is_parsed(monkeypatch, tmp
 def test_a_one_file_run_on_the_caller_agrees_with_the_checkout(tmp_path):
     """pre-commit checks the files a commit changes: the caller alone gives its finding."""
     pkg = _fork(tmp_path)
-    env = dict(os.environ, CGGUARD_JOBS="1")
-    done = subprocess.run(
-        [sys.executable, "-m", "cgguard", "check", "--isolated", str(pkg / "caller.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-        timeout=300,
-    )
+    env = {"CGGUARD_JOBS": "1"}
+    done = run_cgguard("check", "--isolated", str(pkg / "caller.py"), cwd=tmp_path, env=env)
     assert done.returncode == 1, done.stderr
     assert "caller.py:5:" in done.stdout and "CGG001" in done.stdout
-    quiet = subprocess.run(
-        [sys.executable, "-m", "cgguard", "check", "--isolated", str(pkg / "warmup.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-        timeout=300,
-    )
+    quiet = run_cgguard("check", "--isolated", str(pkg / "warmup.py"), cwd=tmp_path, env=env)
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
 
 
@@ -219,16 +190,7 @@ def test_the_child_leaves_a_file_that_needs_the_sink_callees_to_the_parent(tmp_p
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_one_process_and_two_find_the_same(tmp_path, jobs):
     _fork(tmp_path)
-    env = dict(os.environ, CGGUARD_JOBS=jobs)
-    done = subprocess.run(
-        [sys.executable, "-m", "cgguard", "check", "--isolated", "."],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-        timeout=300,
-    )
+    done = run_cgguard("check", "--isolated", ".", cwd=tmp_path, env={"CGGUARD_JOBS": jobs})
     assert done.returncode == 1, done.stderr
     assert [line.split(":")[:2] for line in done.stdout.splitlines() if " CGG001 " in line] == [
         ["fork/caller.py", "5"]
@@ -248,8 +210,10 @@ def test_a_function_named_in_other_letters_is_found_by_its_whole_name(tmp_path):
         "    cfg.num_gpu_blocks_override = graph_größe(cfg)\n",
         encoding="utf-8",
     )
-    reach = RunContext().program(str(tmp_path), CAPTURE_SIZE_BLOCKS).sink_reach(
-        CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word
+    reach = (
+        RunContext()
+        .program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+        .sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
     )
     path = pkg / "größen.py"
     assert reach.called_by_a_sink_module(str(path), "fork.größen")

@@ -136,9 +136,7 @@ class RunContext:
             # import, the sink callees) is worked out once, by the parent, which decides
             # this file while the child goes on with others.
             raise parallel.ParentOnly
-        if any(reach.called_by_a_sink_module(path, dotted) for reach in reaches):
-            return True
-        return any(reach.completed_through_callees(raw, path, dotted) for reach in reaches)
+        return any(reach.may_complete(raw, path, dotted) for reach in reaches)
 
     def takes_a_count(
         self,
