@@ -27,21 +27,27 @@ COMMENTS = ["", "  # tokens", "  # noqa-like note: keep", "  # café ✓"]
 @st.composite
 def layout(draw, cap: str, fallback: str | None, ind: str):
     """The count expression `cap or fallback` in one of several layouts (one or more lines)."""
-    inner = ind + draw(st.sampled_from(["    ", "\t", "        "])) if "\t" not in ind else ind + "\t"
+    inner = (
+        ind + draw(st.sampled_from(["    ", "\t", "        "])) if "\t" not in ind else ind + "\t"
+    )
     comment = draw(st.sampled_from(COMMENTS))
     if fallback is None:
         return draw(st.sampled_from([cap, f"int({cap})", f"(\n{inner}{cap}{comment}\n{ind})"]))
-    return draw(st.sampled_from([
-        f"{cap} or {fallback}",
-        f"({cap}) or {fallback}",
-        f"(\n{inner}{cap}{comment}\n{ind}) or {fallback}",
-        f"({cap} or {fallback})",
-        f"int({cap} or {fallback})",
-        f"(\n{inner}{cap}{comment}\n{inner}or {fallback}\n{ind})",
-        f"(  # why{comment}\n{inner}{cap}\n{inner}or {fallback}{comment}\n{ind})",
-        f"{cap} \\\n{inner}or {fallback}",
-        f"{cap} or \\\n{inner}{fallback}",
-    ]))
+    return draw(
+        st.sampled_from(
+            [
+                f"{cap} or {fallback}",
+                f"({cap}) or {fallback}",
+                f"(\n{inner}{cap}{comment}\n{ind}) or {fallback}",
+                f"({cap} or {fallback})",
+                f"int({cap} or {fallback})",
+                f"(\n{inner}{cap}{comment}\n{inner}or {fallback}\n{ind})",
+                f"(  # why{comment}\n{inner}{cap}\n{inner}or {fallback}{comment}\n{ind})",
+                f"{cap} \\\n{inner}or {fallback}",
+                f"{cap} or \\\n{inner}{fallback}",
+            ]
+        )
+    )
 
 
 @st.composite
@@ -49,17 +55,28 @@ def program(draw, buggy: bool):
     unit = draw(st.sampled_from(["    ", "\t", "  "]))
     newline = draw(st.sampled_from(["\n", "\r\n"]))
     cls = draw(st.sampled_from(["MyForkModelRunner", "GPUModelRunner", "XPUModelRunner"]))
-    method = draw(st.sampled_from(["_init_minimal_kv_cache_for_profiling", "profile_run", "_build"]))
+    method = draw(
+        st.sampled_from(["_init_minimal_kv_cache_for_profiling", "profile_run", "_build"])
+    )
     var = draw(st.sampled_from(["min_blocks", "num_blocks", "profiling_blocks", "n"]))
     fallback = draw(st.sampled_from(["1", "2", "16", None]))
     cap = draw(st.sampled_from(CAPTURE))
 
     body: list[str] = []  # lines relative to the method body (indent added below)
     depth = 0
-    lead = draw(st.lists(st.sampled_from([
-        "kv_cache_spec = self.get_kv_cache_spec()", "# a comment line", "",
-        "groups = get_kv_cache_groups(self.vllm_config, kv_cache_spec)",
-    ]), max_size=3))
+    lead = draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "kv_cache_spec = self.get_kv_cache_spec()",
+                    "# a comment line",
+                    "",
+                    "groups = get_kv_cache_groups(self.vllm_config, kv_cache_spec)",
+                ]
+            ),
+            max_size=3,
+        )
+    )
     body += [(0, s) for s in lead]
     alias = draw(st.sampled_from(["none", "config", "value"]))
     if alias == "config" and cap.startswith("self.compilation_config."):
@@ -68,8 +85,12 @@ def program(draw, buggy: bool):
     elif alias == "value":
         body.append((0, f"cap = {cap}"))
         cap = "cap"
-    headers = draw(st.lists(st.sampled_from(["if self.enabled:", "for _ in range(2):",
-                                             "with self.lock:", "try:"]), max_size=3))
+    headers = draw(
+        st.lists(
+            st.sampled_from(["if self.enabled:", "for _ in range(2):", "with self.lock:", "try:"]),
+            max_size=3,
+        )
+    )
     for header in headers:
         body.append((depth, header))
         depth += 1
@@ -100,10 +121,20 @@ def program(draw, buggy: bool):
         if sink == "override":
             body.append((0, f"self.cache_config.num_gpu_blocks_override = {var}"))
         else:
-            body.append((0, f"config = get_profiling_kv_cache_config(self.vllm_config, num_blocks={var})"))
-    body += [(0, s) for s in draw(st.lists(st.sampled_from(["self.initialize_kv_cache(config)",
-                                                             "# trailing comment", "return None"]),
-                                            max_size=2))]
+            body.append(
+                (0, f"config = get_profiling_kv_cache_config(self.vllm_config, num_blocks={var})")
+            )
+    body += [
+        (0, s)
+        for s in draw(
+            st.lists(
+                st.sampled_from(
+                    ["self.initialize_kv_cache(config)", "# trailing comment", "return None"]
+                ),
+                max_size=2,
+            )
+        )
+    ]
     lines = [f"class {cls}(GPUModelRunner):", f"{unit}def {method}(self):"]
     for d, s in body:
         lines.append((unit * (2 + d) + s) if s else "")
@@ -153,10 +184,19 @@ def test_clean_programs_are_never_modified(text):
 
 # Statements around the count: a fix must never touch them.
 UNTOUCHABLE = {
-    "kv_cache_spec = self.get_kv_cache_spec()", "# a comment line",
-    "groups = get_kv_cache_groups(self.vllm_config, kv_cache_spec)", "cc = self.compilation_config",
-    "if self.enabled:", "for _ in range(2):", "with self.lock:", "try:", "finally:", "pass",
-    "self.initialize_kv_cache(config)", "# trailing comment", "return None",
+    "kv_cache_spec = self.get_kv_cache_spec()",
+    "# a comment line",
+    "groups = get_kv_cache_groups(self.vllm_config, kv_cache_spec)",
+    "cc = self.compilation_config",
+    "if self.enabled:",
+    "for _ in range(2):",
+    "with self.lock:",
+    "try:",
+    "finally:",
+    "pass",
+    "self.initialize_kv_cache(config)",
+    "# trailing comment",
+    "return None",
 }
 
 
@@ -169,7 +209,7 @@ def _common_affixes_cover_all_but_the_count(before: str, after: str) -> bool:
     j = 0
     while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
         j += 1
-    changed = [line.strip() for line in a[i:len(a) - j]]
+    changed = [line.strip() for line in a[i : len(a) - j]]
     return bool(changed) and not any(line in UNTOUCHABLE for line in changed)
 
 
@@ -201,15 +241,26 @@ def edit_sets(draw):
 @settings(max_examples=300, deadline=None)
 @given(edit_sets())
 def test_non_overlapping_matches_the_quadratic_definition(sets):
-    findings = [Finding("p", 1, 1, 1, 1, "CGG001", "m",
-                        Fix(SAFE, "d", tuple(TextEdit(s, e, "x") for s, e in spans))) for spans in sets]
+    findings = [
+        Finding(
+            "p",
+            1,
+            1,
+            1,
+            1,
+            "CGG001",
+            "m",
+            Fix(SAFE, "d", tuple(TextEdit(s, e, "x") for s, e in spans)),
+        )
+        for spans in sets
+    ]
     taken, _ = fixer._non_overlapping(findings)
     # The plain definition: greedily take each finding none of whose spans overlaps
     # a span of a finding taken before it.
     expected, claimed = [], []
     for f in findings:
         mine = [(e.start, e.end) for e in f.fix.edits]
-        if any(_overlap(a, b) for i, a in enumerate(mine) for b in mine[i + 1:]):
+        if any(_overlap(a, b) for i, a in enumerate(mine) for b in mine[i + 1 :]):
             continue  # a fix whose own edits collide is never taken
         if not any(_overlap(m, c) for m in mine for c in claimed):
             expected.append(f)

@@ -4,6 +4,7 @@ ordinary fix), and fast on files with thousands of fixes."""
 from __future__ import annotations
 
 import difflib
+import gc
 import re
 import time
 
@@ -41,8 +42,9 @@ def _apply(a: list[str], diff: str) -> list[str]:
     return out + a[i:]
 
 
-lines = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    x = 1\n", "\n", "z\r\n"]),
-                 max_size=40)
+lines = st.lists(
+    st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    x = 1\n", "\n", "z\r\n"]), max_size=40
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -58,11 +60,16 @@ def test_the_diff_turns_a_into_b(a, b):
 def test_a_typical_fix_gives_difflibs_exact_output():
     from tests.robustness.conftest import BUGGY
 
-    text = "import os\n\n" + BUGGY + "".join(f"\ndef helper_{i}():\n    return {i}\n" for i in range(50))
+    text = (
+        "import os\n\n"
+        + BUGGY
+        + "".join(f"\ndef helper_{i}():\n    return {i}\n" for i in range(50))
+    )
     new = fix_source_text(text, "runner.py").new_text
     a, b = text.splitlines(keepends=True), new.splitlines(keepends=True)
     assert "".join(unified_diff(a, b, "a/runner.py", "b/runner.py")) == "".join(
-        difflib.unified_diff(a, b, "a/runner.py", "b/runner.py"))
+        difflib.unified_diff(a, b, "a/runner.py", "b/runner.py")
+    )
 
 
 def test_thousands_of_fixes_in_one_file_diff_in_linear_time():
@@ -79,19 +86,32 @@ def test_thousands_of_fixes_in_one_file_diff_in_linear_time():
     )
     fixed = fix_source_text(head + method, "gen.py").new_text
     assert fixed != head + method and fixed.startswith(head)
-    fixed_method = fixed[len(head):]
+    fixed_method = fixed[len(head) :]
 
-    def best_time(n: int) -> float:
+    def case(n: int) -> tuple[list[str], list[str]]:
         text = head + "".join(method.replace("f_0(", f"f_{i}(") for i in range(n))
         new = head + "".join(fixed_method.replace("f_0(", f"f_{i}(") for i in range(n))
-        a, b = text.splitlines(keepends=True), new.splitlines(keepends=True)
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            diff = "".join(unified_diff(a, b, "a/gen.py", "b/gen.py"))
-            best = min(best, time.perf_counter() - t0)
-        assert _apply(a, diff) == b
-        return best
+        return text.splitlines(keepends=True), new.splitlines(keepends=True)
 
-    small, large = best_time(1_250), best_time(5_000)
+    def timed(a: list[str], b: list[str]) -> float:
+        t0 = time.perf_counter()
+        diff = "".join(unified_diff(a, b, "a/gen.py", "b/gen.py"))
+        elapsed = time.perf_counter() - t0
+        assert _apply(a, diff) == b
+        return elapsed
+
+    # The two sizes timed in alternation, best of 5 each, the cyclic collector off (as the
+    # cgguard command runs): a busy spell slows both alike. Timed one after the other, the
+    # same ratio for the fixer's splice once measured 13x in CI.
+    small_case, large_case = case(1_250), case(5_000)
+    small = large = float("inf")
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(5):
+            small = min(small, timed(*small_case))
+            large = min(large, timed(*large_case))
+    finally:
+        if was_on:
+            gc.enable()
     assert large < 8 * small, f"{large:.4f}s for 5,000 fixes, {small:.4f}s for 1,250"
