@@ -156,6 +156,42 @@ def test_work_the_child_leaves_to_the_parent_is_done_there_in_order(monkeypatch)
     assert not parallel.in_child()
 
 
+def test_work_the_parent_leaves_to_the_child_is_done_there_in_order(monkeypatch):
+    """ChildOnly (what the parent raises for a file that needs what the child works out)
+    hands the item to the child while it takes work; an item the child hands back
+    (ParentOnly) is done whole by the parent, never handed over again; the results keep
+    their order."""
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+    parent = os.getpid()
+
+    def work(x, payload):
+        time.sleep(0.0005)
+        if x % 5 == 0 and parallel.child_takes():
+            raise parallel.ChildOnly
+        if x % 15 == 0 and parallel.in_child():
+            raise parallel.ParentOnly
+        return x, os.getpid(), parallel.child_takes()
+
+    results = parallel.map_files(_all_later, work, list(range(1000)))
+    assert [x for x, _, _ in results] == list(range(1000))
+    assert all(pid != parent for x, pid, _ in results if x % 5 == 0 and x % 15 != 0)
+    assert all(pid == parent and not takes for x, pid, takes in results if x % 15 == 0)
+    assert not parallel.child_takes() and not parallel.in_child()
+
+
+def test_work_left_to_a_child_that_died_is_done_in_the_parent(monkeypatch):
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+
+    def work(x, payload):
+        if parallel.in_child() and x > 500:
+            os._exit(3)  # the child dies with work it was given
+        if x % 5 == 0 and parallel.child_takes():
+            raise parallel.ChildOnly
+        return x
+
+    assert parallel.map_files(_all_later, work, list(range(1000))) == list(range(1000))
+
+
 def test_many_small_files_left_fit_the_pipe(monkeypatch):
     """Tens of thousands of items left when the share starts: claimed in batches whose
     numbers fit the pipe's buffer, every result back in its place."""

@@ -166,25 +166,31 @@ def test_which_imports_can_call_into_a_module(tmp_path, importer, reaches):
     assert reach.may_complete(path.read_bytes(), str(path), "fork.limits") is reaches
 
 
-def test_the_child_leaves_a_file_that_needs_the_sink_callees_to_the_parent(tmp_path, monkeypatch):
+def test_the_parent_leaves_a_file_that_needs_the_sink_callees_to_the_child(tmp_path, monkeypatch):
     """In a run shared with a forked child, what the project's modules say is worked out
-    once, by the parent: the child hands such a file back (ParentOnly) until then."""
+    once, by the child: the parent, which takes the biggest file and libcst's work, hands
+    such a file over (ChildOnly) while the child takes work, and works it out itself
+    where the child cannot take it."""
     from cgguard.static.driver import parallel
 
     pkg = _fork(tmp_path)
     caller = pkg / "caller.py"
-    monkeypatch.setattr(parallel, "_IN_CHILD", True)
+    monkeypatch.setattr(parallel, "_CHILD_TAKES", True)
     context = RunContext()
-    with pytest.raises(parallel.ParentOnly):
+    with pytest.raises(parallel.ChildOnly):
         context.may_reach_a_sink(caller.read_bytes(), str(caller))
-    # A file that names a sink word is decided from its own text, in the child too.
+    # A file that names a sink word is decided from its own text, in the parent too.
     helpers = pkg / "helpers.py"
     assert context.may_reach_a_sink(helpers.read_bytes(), str(helpers))
-    monkeypatch.setattr(parallel, "_IN_CHILD", False)
+    monkeypatch.setattr(parallel, "_CHILD_TAKES", False)  # the child gone: the parent decides
     assert context.may_reach_a_sink(caller.read_bytes(), str(caller))
-    monkeypatch.setattr(parallel, "_IN_CHILD", True)  # worked out: the child decides
+    monkeypatch.setattr(parallel, "_CHILD_TAKES", True)  # worked out: nothing to hand over
     warmup = pkg / "warmup.py"
     assert not context.may_reach_a_sink(warmup.read_bytes(), str(warmup))
+    # The child works them out itself.
+    monkeypatch.setattr(parallel, "_CHILD_TAKES", False)
+    monkeypatch.setattr(parallel, "_IN_CHILD", True)
+    assert RunContext().may_reach_a_sink(caller.read_bytes(), str(caller))
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

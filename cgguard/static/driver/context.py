@@ -131,11 +131,12 @@ class RunContext:
             for c in chosen
             if c.follows_imports
         ]
-        if parallel.in_child() and not all(reach.derived for reach in reaches):
+        if parallel.child_takes() and not all(reach.derived for reach in reaches):
             # What the project's modules say (the modules naming a sink word, what they
-            # import, the sink callees) is worked out once, by the parent, which decides
-            # this file while the child goes on with others.
-            raise parallel.ParentOnly
+            # import, the sink callees) is worked out once, by the forked child, which
+            # decides this file: the parent takes the biggest file and libcst's work,
+            # and worked out here it would be the last work of the run, the child idle.
+            raise parallel.ChildOnly
         return any(reach.may_complete(raw, path, dotted) for reach in reaches)
 
     def takes_a_count(

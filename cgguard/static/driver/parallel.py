@@ -27,8 +27,11 @@ The two processes claim work from a shared pipe of batch numbers (a pipe read of
 one 4-byte record is atomic), so the few expensive files do not pile up on one
 side. The child leaves all libcst work to the parent (:class:`ParentOnly`):
 libcst is imported once per run, where the first scope needs parsing, never up
-front. A child that fails in any way is not trusted: whatever it did not send
-back is redone in the parent, so the result never depends on it.
+front. The parent leaves to the child, while the child takes work, what the
+child does better (:class:`ChildOnly`): work that needs what the child has
+worked out already, or that the parent would otherwise do at the end while the
+child waits. A child that fails in any way is not trusted: whatever it did not
+send back is redone in the parent, so the result never depends on it.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ MIN_SHARED_SCREEN = 8 * 1024 * 1024
 BATCH = 8  # files not yet screened are claimed at most this many at a time,
 BATCH_BYTES = 32 * 1024  # and no more bytes than this (a bigger file is a claim of its own)
 _IN_CHILD = False
+_CHILD_TAKES = False  # in the parent, while the child takes the work it leaves (ChildOnly)
 _RECORD = 4  # bytes per item number in the pipe
 _PIPE_ROOM = 60_000  # stay under the pipe's 64 KiB so the pre-fill never blocks
 
@@ -79,6 +83,17 @@ class Later(Generic[P]):
 class ParentOnly(BaseException):
     """Raised by work the child leaves to the parent (a BaseException: no handler in
     between turns it into a file error). The parent redoes that item itself."""
+
+
+class ChildOnly(BaseException):
+    """Raised, in the parent, by work it leaves to the child (:func:`child_takes`): the
+    child does that item. The parent does it itself where the child cannot (after the
+    child's end, or an item the child handed back)."""
+
+
+def child_takes() -> bool:
+    """True in the parent while a forked child takes the work it leaves (ChildOnly)."""
+    return _CHILD_TAKES
 
 
 def in_child() -> bool:
@@ -266,6 +281,56 @@ def _shared(
         del pending[:whole]
         return out
 
+    # Units the parent leaves to the child (ChildOnly) go the other way, through a third.
+    given_r, given_w = os.pipe()
+    given = bytearray()
+
+    def take_given(block: bool) -> list[int]:
+        os.set_blocking(given_r, block)
+        while True:
+            try:
+                chunk = os.read(given_r, 4096)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            given.extend(chunk)
+            if not block:
+                break
+        whole = len(given) - len(given) % _RECORD
+        out = [int.from_bytes(given[k : k + _RECORD], "little") for k in range(0, whole, _RECORD)]
+        del given[:whole]
+        return out
+
+    def run_in_child(u: int, done: dict[int, R]) -> None:
+        try:
+            done[u] = run(u)
+        except ParentOnly:
+            os.write(left_w, u.to_bytes(_RECORD, "little"))  # the parent does it
+
+    handed = [0]
+
+    def give(u: int) -> bool:
+        # Never more than the pipe holds: a parent blocked on a full pipe while the child
+        # waits on the parent would never end. A child gone (a broken pipe): not given.
+        if handed[0] >= _PIPE_ROOM // _RECORD // 2:
+            return False
+        try:
+            os.write(given_w, u.to_bytes(_RECORD, "little"))
+        except OSError:
+            return False
+        handed[0] += 1
+        return True
+
+    def run_handed_back(u: int) -> R:
+        # The child handed it back: the parent does it whole, leaving nothing to the child.
+        global _CHILD_TAKES
+        was, _CHILD_TAKES = _CHILD_TAKES, False
+        try:
+            return run(u)
+        finally:
+            _CHILD_TAKES = was
+
     # The parent takes the first claim (the biggest file) before the child exists. That is
     # where libcst's work most likely is, which only the parent does: taken by the child,
     # vLLM's runner was screened there for nothing (0.045 s) before it was handed over.
@@ -274,18 +339,25 @@ def _shared(
     def claim(child: bool) -> dict[int, R]:
         done: dict[int, R] = {}
         while True:
-            if not child:
+            if child:
+                for u in take_given(block=False):
+                    run_in_child(u, done)
+            else:
                 for u in take_left(block=False):
-                    done[u] = run(u)
+                    done[u] = run_handed_back(u)
             record = first_claim.pop() if first_claim and not child else os.read(tokens_r, _RECORD)
             if len(record) < _RECORD:
                 return done
             first, last = bounds[int.from_bytes(record, "little")]
             for u in range(first, last):
+                if child:
+                    run_in_child(u, done)
+                    continue
                 try:
                     done[u] = run(u)
-                except ParentOnly:
-                    os.write(left_w, u.to_bytes(_RECORD, "little"))  # the parent does it
+                except ChildOnly:
+                    if not give(u):
+                        done[u] = run_handed_back(u)
 
     def compact(done: dict[int, R]) -> tuple[bytes, dict[int, R]]:
         # What the child sends back: its units whose result is ``plain``'s, as an array of
@@ -312,16 +384,27 @@ def _shared(
         try:
             os.close(results_r)
             os.close(left_r)
-            payload = pickle.dumps(compact(claim(child=True)), protocol=pickle.HIGHEST_PROTOCOL)
+            os.close(given_w)
+            mine = claim(child=True)
+            for u in take_given(block=True):  # until the parent closes its end
+                run_in_child(u, mine)
+            payload = pickle.dumps(compact(mine), protocol=pickle.HIGHEST_PROTOCOL)
             os.close(left_w)
             with os.fdopen(results_w, "wb") as out:
                 out.write(payload)
             code = 0
         finally:
             os._exit(code)
+    global _CHILD_TAKES
     os.close(results_w)
     os.close(left_w)
-    done = claim(child=False)
+    os.close(given_r)
+    _CHILD_TAKES = True
+    try:
+        done = claim(child=False)
+    finally:
+        _CHILD_TAKES = False
+        os.close(given_w)  # the child takes no more: it ends once it has done what it has
     os.close(tokens_r)
     for u in take_left(block=True):  # until the child closes its end
         done[u] = run(u)

@@ -49,6 +49,9 @@ class Configuration:
     _source_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     _sink_name_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
     _sink_callee_bytes: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
+    # A part of every sink callee's name, where they share a long one: a text without it
+    # names none of them, asked in one search instead of one per callee.
+    _sink_callee_part: bytes | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name, words in (
@@ -58,6 +61,7 @@ class Configuration:
             ("_sink_callee_bytes", self.sink_callees),
         ):
             object.__setattr__(self, name, tuple(w.encode() for w in words))
+        object.__setattr__(self, "_sink_callee_part", _shared_part(self._sink_callee_bytes))
 
     @property
     def sink_words(self) -> tuple[str, ...]:
@@ -70,6 +74,8 @@ class Configuration:
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
         if any(n in data for n in self._sink_name_bytes):
             return True
+        if self._sink_callee_part is not None and self._sink_callee_part not in data:
+            return False
         for callee in self._sink_callee_bytes:
             at = data.find(callee)
             while at != -1:
@@ -98,6 +104,25 @@ class Configuration:
     def might_match(self, text: str) -> bool:
         """The same question of decoded text."""
         return any(n in text for n in self.needles) and any(n in text for n in self.source_names)
+
+
+# The shortest part :func:`_shared_part` takes: a shorter one is in too many texts to spare
+# the searches it stands for.
+MIN_SHARED_PART = 8
+
+
+def _shared_part(words: tuple[bytes, ...]) -> bytes | None:
+    """The longest part every one of ``words`` holds (two or more of them), where it is at
+    least :data:`MIN_SHARED_PART` bytes long; else None."""
+    if len(words) < 2:
+        return None
+    shortest = min(words, key=len)
+    for size in range(len(shortest), MIN_SHARED_PART - 1, -1):
+        for at in range(len(shortest) - size + 1):
+            part = shortest[at : at + size]
+            if all(part in word for word in words):
+                return part
+    return None
 
 
 CAPTURE_SIZE_BLOCKS = Configuration(
