@@ -223,3 +223,63 @@ def test_a_function_named_in_other_letters_is_found_by_its_whole_name(tmp_path):
     )
     path = pkg / "größen.py"
     assert reach.called_by_a_sink_module(str(path), "fork.größen")
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_the_modules_naming_a_sink_word_are_read_from_the_screen(tmp_path, monkeypatch, command):
+    """A run over a fork's checkout in one process decides a file that needs the sink callees
+    after its screen of the others (parallel.Deferred), which tells which modules name a sink
+    word: no file is read again for it. Findings and the files' order are the same."""
+    from cgguard.static.core import project
+    from cgguard.static.driver.run import check_paths, fix_paths
+
+    pkg = _fork(tmp_path)
+    # No sink callee in this fork (as in vLLM): the helpers only read the override.
+    (pkg / "helpers.py").write_text(HELPERS.split("\n\n\n")[1])
+    (pkg / "middle.py").unlink()
+    (pkg / "caller.py").unlink()
+    (pkg / "runner.py").write_text(
+        "def profile(cache_config, compilation_config) -> None:\n"
+        "    n = compilation_config.max_cudagraph_capture_size or 1\n"
+        "    cache_config.num_gpu_blocks_override = n\n"
+    )
+    for i in range(20):  # more files for the screen to tell about
+        (pkg / f"plain_{i}.py").write_text(f"import os\n\nVALUE = {i}\n")
+    monkeypatch.setenv("CGGUARD_JOBS", "1")
+    read: list[str] = []
+    real = project.read_bytes
+
+    def counted(path: str) -> bytes | None:
+        read.append(os.path.basename(path))
+        return real(path)
+
+    monkeypatch.setattr(project, "read_bytes", counted)
+    if command == "check":
+        run = check_paths([str(tmp_path)])
+    else:
+        run = fix_paths([str(tmp_path)], write=False)
+    assert read == []
+    paths = [f.path for f in run.files]
+    assert paths == sorted(paths)  # in the order they were found, the deferred ones too
+    found = [(os.path.basename(f.path), x.line) for f in run.files for x in f.findings]
+    assert found == [("runner.py", 3)]
+
+
+def test_a_file_put_aside_is_done_after_the_others_in_one_process(monkeypatch):
+    """parallel.Deferred puts an item after the process's others; it is done again whole
+    there, where deferring() is False, and its result keeps its place."""
+    from cgguard.static.driver import parallel
+
+    monkeypatch.setenv("CGGUARD_JOBS", "1")
+    order: list[int] = []
+
+    def screen(x):
+        if x % 3 == 0 and parallel.deferring():
+            raise parallel.Deferred
+        order.append(x)
+        return x * 10
+
+    results = parallel.map_files(screen, lambda x, p: p, list(range(10)))
+    assert results == [x * 10 for x in range(10)]
+    assert order == [1, 2, 4, 5, 7, 8, 0, 3, 6, 9]
+    assert not parallel.deferring()

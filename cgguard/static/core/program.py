@@ -26,7 +26,7 @@ Everything read is kept on the :class:`Program`'s parts for the run, and nowhere
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from cgguard.static.core import ir
 from cgguard.static.core.calls import Calls
@@ -139,13 +139,17 @@ class Program:
         return self.lending.outline_words(path, text, imports)
 
     def sink_reach(
-        self, sink_words: tuple[str, ...], names_a_sink: Callable[[bytes], bool]
+        self,
+        sink_words: tuple[str, ...],
+        names_a_sink: Callable[[bytes], bool],
+        known: Mapping[str, bool] | None = None,
     ) -> SinkReach:
         """The project's sink callees and the modules naming them (:mod:`.sinkreach`), for
-        the model's sink words (``names_a_sink``: does a text name one)."""
+        the model's sink words (``names_a_sink``: does a text name one; ``known``: what
+        the caller found of its files' texts already, by path)."""
         if self._sink_reach is None:
             self._sink_reach = SinkReach(
-                self.index, self.summaries, self.fixpoint, sink_words, names_a_sink
+                self.index, self.summaries, self.fixpoint, sink_words, names_a_sink, known
             )
         return self._sink_reach
 

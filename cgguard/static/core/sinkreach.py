@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from cgguard.static.core import ir
 from cgguard.static.core.fixpoint import Fixpoint
@@ -53,10 +53,14 @@ class SinkReach:
         fixpoint: Fixpoint,
         sink_words: tuple[str, ...],
         names_a_sink: Callable[[bytes], bool],
+        known: Mapping[str, bool] | None = None,
     ) -> None:
         self.index, self.summaries, self.fixpoint = index, summaries, fixpoint
         self.sink_words = sink_words
         self.names_a_sink = names_a_sink
+        # A file's path -> whether its text names a sink word, where the caller read it
+        # already (the byte screen of a run over the project's files): not read again.
+        self.known: Mapping[str, bool] = {} if known is None else known
         self._callees: frozenset[str] | None = None
         self._sink_modules: list[str] | None = None  # paths of the modules naming a sink word
         self._reaching: list[str] = []  # and of those naming a sink word or a sink callee
@@ -64,12 +68,16 @@ class SinkReach:
         self._defined: dict[str, set[str]] = {}  # a file's path -> the names it defines
 
     def sink_modules(self) -> list[str]:
-        """The project's modules whose text names a sink word (read as bytes, not parsed)."""
+        """The project's modules whose text names a sink word (read as bytes, not parsed,
+        where :attr:`known` does not say)."""
         if self._sink_modules is None:
             self._sink_modules = []
             for path in self.index.project_files():
-                data = self.index.read_bytes(path)
-                if data is not None and self.names_a_sink(data):
+                named = self.known.get(path)
+                if named is None:
+                    data = self.index.read_bytes(path)
+                    named = data is not None and self.names_a_sink(data)
+                if named:
                     self._sink_modules.append(path)
         return self._sink_modules
 
@@ -95,15 +103,18 @@ class SinkReach:
         bytes, naming no sink word)? :meth:`called_by_a_sink_module` or
         :meth:`completed_through_callees`, in that order: the first needs no module parsed,
         the second the sink callees."""
-        return self.called_by_a_sink_module(path, dotted) or self.completed_through_callees(
+        return self.called_by_a_sink_module(path, dotted, data) or self.completed_through_callees(
             data, path, dotted
         )
 
-    def called_by_a_sink_module(self, path: str, dotted: str | None) -> bool:
+    def called_by_a_sink_module(
+        self, path: str, dotted: str | None, data: bytes | None = None
+    ) -> bool:
         """Can a module that names a sink word call a function of the file at ``path``
-        (``dotted``: its module's name, None where no module can import it)?"""
+        (``dotted``: its module's name, None where no module can import it; ``data``: its
+        bytes, where the caller has them)?"""
         key = os.path.abspath(path)
-        return dotted is not None and self._called_from(self.sink_modules(), dotted, key)
+        return dotted is not None and self._called_from(self.sink_modules(), dotted, key, data)
 
     def completed_through_callees(self, data: bytes, path: str, dotted: str | None) -> bool:
         """Does the file at ``path`` (these bytes) name a sink callee, or can a module that
@@ -111,9 +122,11 @@ class SinkReach:
         if _names_one(data, self.callees()):
             return True
         key = os.path.abspath(path)
-        return dotted is not None and self._called_from(self.reaching(), dotted, key)
+        return dotted is not None and self._called_from(self.reaching(), dotted, key, data)
 
-    def _called_from(self, modules: list[str], dotted: str, key: str) -> bool:
+    def _called_from(
+        self, modules: list[str], dotted: str, key: str, data: bytes | None = None
+    ) -> bool:
         """Can one of ``modules`` (other than the file at ``key``, the module ``dotted``)
         call a function of it? Where one imports the module itself (``import m as x``,
         ``from pkg import m``: ``x.f()``), or a name the file defines a function by from it
@@ -125,7 +138,7 @@ class SinkReach:
             return True
         defined = self._defined.get(key)
         if defined is None:
-            data = self.index.read_bytes(key)
+            data = self.index.read_bytes(key) if data is None else data
             defined = self._defined[key] = set() if data is None else _defined_names(data)
         for _, names in others:
             for name in names.keys() & defined:

@@ -49,6 +49,10 @@ class RunContext:
         # A module's path -> (its text, its intermediate form): each configuration's program
         # reads the form Python's parser gave once, not a parse of its own.
         self.lowered: dict[str, tuple[str, object]] = {}
+        # (project root, configuration) -> a file's path -> whether its bytes on disk name a
+        # sink word of it, as the byte screen found: the project's modules that name one
+        # (:meth:`.SinkReach.sink_modules`) are not read again for it.
+        self.sink_named: dict[tuple[str, str], dict[str, bool]] = {}
 
     def program(self, root: str | None, configuration: Configuration | None = None) -> Program:
         """The program of ``configuration`` (the run's first where None) for a project root."""
@@ -93,6 +97,8 @@ class RunContext:
         kept = self.lowered.get(key)
         if text is None or kept is None or kept[0] != text:
             self.lowered.pop(key, None)
+        for named in self.sink_named.values():
+            named.pop(key, None)
 
     def module_files(self, root: str | None) -> ModuleFiles:
         found = self.paths.get(root)
@@ -100,8 +106,24 @@ class RunContext:
             found = self.paths[root] = ModuleFiles(root)
         return found
 
+    def names_a_sink(
+        self, data: bytes, path: str, root: str | None, configuration: Configuration
+    ) -> bool:
+        """Do the bytes of the file at ``path`` (as on disk: the byte screen's) name a sink
+        word of ``configuration``? Kept for the project's modules that name one."""
+        named = configuration.mentions_sink_word(data)
+        if root is not None and configuration.follows_imports:
+            kept = self.sink_named.setdefault((root, configuration.name), {})
+            kept[os.path.abspath(path)] = named
+        return named
+
     def may_reach_a_sink(
-        self, data: bytes | str, path: str, configuration: Configuration | None = None
+        self,
+        data: bytes | str,
+        path: str,
+        configuration: Configuration | None = None,
+        *,
+        screening: bool = False,
     ) -> bool:
         """Can the code of a file that names a source take it to a sink (of
         ``configuration``; of any the run selected where None)? Every sink of a
@@ -112,13 +134,19 @@ class RunContext:
         file's helper's return). A file outside any project, one that no module can import
         (its path is no module name) and that imports none of the project's modules, and
         one that names no sink callee and that no such module imports have no finding to
-        give, so they are not parsed."""
+        give, so they are not parsed. ``screening``: the bytes are the file's on disk, read
+        by the byte screen of a run that may put the file after its others
+        (:class:`.parallel.Deferred`), once the screen has told which of the project's
+        modules name a sink word."""
         chosen = self.configurations if configuration is None else (configuration,)
-        if mentions_sink_word(data, chosen):
+        root = self.roots.of_file(path) if path else None
+        if isinstance(data, bytes) and screening:
+            if any(self.names_a_sink(data, path, root, c) for c in chosen):
+                return True
+        elif mentions_sink_word(data, chosen):
             return True
         if not any(c.follows_imports for c in chosen):
             return False  # no other module can complete a flow for these
-        root = self.roots.of_file(path) if path else None
         if root is None:
             return False
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
@@ -127,16 +155,23 @@ class RunContext:
         if dotted is None and not files.may_import(raw, path):
             return False  # no module imports it, and it calls none of the project's
         reaches = [
-            self.program(root, c).sink_reach(c.sink_words, c.mentions_sink_word)
+            self.program(root, c).sink_reach(
+                c.sink_words, c.mentions_sink_word, self.sink_named.setdefault((root, c.name), {})
+            )
             for c in chosen
             if c.follows_imports
         ]
-        if parallel.child_takes() and not all(reach.derived for reach in reaches):
+        if not all(reach.derived for reach in reaches):
             # What the project's modules say (the modules naming a sink word, what they
             # import, the sink callees) is worked out once, by the forked child, which
             # decides this file: the parent takes the biggest file and libcst's work,
             # and worked out here it would be the last work of the run, the child idle.
-            raise parallel.ChildOnly
+            if parallel.child_takes():
+                raise parallel.ChildOnly
+            # Worked out after the screen of the process's other files, which tells which
+            # modules name a sink word: they are not read again for it.
+            if screening and parallel.deferring():
+                raise parallel.Deferred
         return any(reach.may_complete(raw, path, dotted) for reach in reaches)
 
     def takes_a_count(

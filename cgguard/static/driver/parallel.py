@@ -37,7 +37,8 @@ send back is redone in the parent, so the result never depends on it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -65,6 +66,7 @@ BATCH = 8  # files not yet screened are claimed at most this many at a time,
 BATCH_BYTES = 32 * 1024  # and no more bytes than this (a bigger file is a claim of its own)
 _IN_CHILD = False
 _CHILD_TAKES = False  # in the parent, while the child takes the work it leaves (ChildOnly)
+_DEFERRING = False  # while a process's items may be put after its others (Deferred)
 _RECORD = 4  # bytes per item number in the pipe
 _PIPE_ROOM = 60_000  # stay under the pipe's 64 KiB so the pre-fill never blocks
 
@@ -89,6 +91,38 @@ class ChildOnly(BaseException):
     """Raised, in the parent, by work it leaves to the child (:func:`child_takes`): the
     child does that item. The parent does it itself where the child cannot (after the
     child's end, or an item the child handed back)."""
+
+
+class Deferred(BaseException):
+    """Raised by work better done after the process's other items: what it needs, reading
+    the other items tells (:func:`deferring`). The item is done again, whole, at the end."""
+
+
+def deferring() -> bool:
+    """True while the items being done may be put after the others (Deferred)."""
+    return _DEFERRING
+
+
+@contextmanager
+def items_deferred() -> Iterator[None]:
+    """Items raising :class:`Deferred` in this block are put after the others."""
+    global _DEFERRING
+    was, _DEFERRING = _DEFERRING, True
+    try:
+        yield
+    finally:
+        _DEFERRING = was
+
+
+@contextmanager
+def no_deferral() -> Iterator[None]:
+    """The items put aside are done: none is put aside again."""
+    global _DEFERRING
+    was, _DEFERRING = _DEFERRING, False
+    try:
+        yield
+    finally:
+        _DEFERRING = was
 
 
 def child_takes() -> bool:
@@ -120,31 +154,50 @@ def map_files(
     only which of its items had it, and the parent makes them anew."""
     done: dict[int, R] = {}
     left: list[tuple[int, P, int]] = []  # (index, payload, weight)
+    late: list[int] = []  # items put after the others (Deferred)
     weight = 0
     decided = False
     threshold = 0 if os.environ.get("CGGUARD_JOBS") == "2" else MIN_SHARED_BYTES
     if size is not None and sum(map(size, items)) >= MIN_SHARED_SCREEN and _share(len(items)):
-        done.update(_shared(screen, work, items, [], 0, size, before_fork, plain))
+        done.update(_shared(screen, work, items, [], 0, [], size, before_fork, plain))
         return [done[k] for k in range(len(items))]
-    for i, item in enumerate(items):
-        out = screen(item)
-        if not isinstance(out, Later):
-            done[i] = out
-        elif decided:  # not shared: work as found, holding no more text than one file's
-            done[i] = work(item, out.payload)
-        else:
+    with items_deferred():
+        for i, item in enumerate(items):
+            try:
+                out = screen(item)
+                if isinstance(out, Later) and decided:
+                    # not shared: work as found, holding no more text than one file's
+                    out = work(item, out.payload)
+            except Deferred:
+                late.append(i)
+                continue
+            if not isinstance(out, Later):
+                done[i] = out
+                continue
             left.append((i, out.payload, out.weight))
             weight += out.weight
             if weight >= threshold:
                 decided = True  # once: the load is read once, and a run never forks twice
-                if _share(len(left) + len(items) - i - 1):
-                    done.update(_shared(screen, work, items, left, i + 1, size, before_fork, plain))
+                if _share(len(left) + len(late) + len(items) - i - 1):
+                    done.update(
+                        _shared(screen, work, items, left, i + 1, late, size, before_fork, plain)
+                    )
                     return [done[k] for k in range(len(items))]
                 for k, payload, _ in left:
-                    done[k] = work(items[k], payload)
+                    try:
+                        done[k] = work(items[k], payload)
+                    except Deferred:
+                        late.append(k)
                 left = []
-    for i, payload, _ in left:
-        done[i] = work(items[i], payload)
+        for i, payload, _ in left:
+            try:
+                done[i] = work(items[i], payload)
+            except Deferred:
+                late.append(i)
+    with no_deferral():
+        for i in late:
+            out = screen(items[i])
+            done[i] = work(items[i], out.payload) if isinstance(out, Later) else out
     return [done[k] for k in range(len(items))]
 
 
@@ -202,13 +255,14 @@ def _shared(
     items: list[T],
     left: list[tuple[int, P, int]],
     unscreened: int,
+    late: list[int],
     size: Callable[[T], int] | None = None,
     before_fork: Callable[[], None] | None = None,
     plain: Callable[[T], R] | None = None,
 ) -> dict[int, R]:
-    """The files ``left`` by the screen and those from ``unscreened`` on, done by this
-    process and one forked child; results by item index. ``before_fork``, ``plain``: see
-    map_files."""
+    """The files ``left`` by the screen, those from ``unscreened`` on and those put
+    aside (``late``: screened again), done by this process and one forked child; results
+    by item index. ``before_fork``, ``plain``: see map_files."""
     import pickle  # only here: a run that stays in one process never pays for it
     from array import array
 
@@ -221,7 +275,7 @@ def _shared(
     # biggest work of vLLM's tree (its model runner, under v1/) came last: the parent
     # imported libcst while the child, out of work, waited (0.78 s against 0.9 s).
     screened = sorted(left, key=lambda x: -x[2])
-    rest = list(range(unscreened, len(items)))
+    rest = [*late, *range(unscreened, len(items))]
     sizes = {i: size(items[i]) for i in rest} if size is not None else {i: 0 for i in rest}
     rest.sort(key=lambda i: -sizes[i])
     # The biggest file of all goes first, a claim of its own, even when it is not screened
@@ -385,9 +439,12 @@ def _shared(
             os.close(results_r)
             os.close(left_r)
             os.close(given_w)
-            mine = claim(child=True)
-            for u in take_given(block=True):  # until the parent closes its end
-                run_in_child(u, mine)
+            # The child puts nothing aside: what it would wait for, it works out at once,
+            # while the parent still works (put last, it was the run's last work).
+            with no_deferral():
+                mine = claim(child=True)
+                for u in take_given(block=True):  # until the parent closes its end
+                    run_in_child(u, mine)
             payload = pickle.dumps(compact(mine), protocol=pickle.HIGHEST_PROTOCOL)
             os.close(left_w)
             with os.fdopen(results_w, "wb") as out:
@@ -395,31 +452,36 @@ def _shared(
             code = 0
         finally:
             os._exit(code)
-    global _CHILD_TAKES
+    global _CHILD_TAKES, _DEFERRING
     os.close(results_w)
     os.close(left_w)
     os.close(given_r)
-    _CHILD_TAKES = True
+    # The parent puts nothing aside: it leaves such work to the child instead (ChildOnly).
+    was_deferring, _DEFERRING = _DEFERRING, False
     try:
-        done = claim(child=False)
-    finally:
-        _CHILD_TAKES = False
-        os.close(given_w)  # the child takes no more: it ends once it has done what it has
-    os.close(tokens_r)
-    for u in take_left(block=True):  # until the child closes its end
-        done[u] = run(u)
-    os.close(left_r)
-    with os.fdopen(results_r, "rb") as inp:
-        payload = inp.read()
-    _, status = os.waitpid(pid, 0)
-    if status == 0 and payload:
+        _CHILD_TAKES = True
         try:
-            plain_units, theirs = pickle.loads(payload)
-            if plain_units and plain is not None:
-                numbers = array("l")
-                numbers.frombytes(plain_units)
-                theirs.update((u, plain(items[units[u][0]])) for u in numbers)
-        except Exception:  # noqa: BLE001 - a broken child's share is simply redone
-            theirs = {}
-        done.update(theirs)
-    return {units[u][0]: done[u] if u in done else run(u) for u in range(n)}
+            done = claim(child=False)
+        finally:
+            _CHILD_TAKES = False
+            os.close(given_w)  # the child takes no more: it ends once it has done what it has
+        os.close(tokens_r)
+        for u in take_left(block=True):  # until the child closes its end
+            done[u] = run(u)
+        os.close(left_r)
+        with os.fdopen(results_r, "rb") as inp:
+            payload = inp.read()
+        _, status = os.waitpid(pid, 0)
+        if status == 0 and payload:
+            try:
+                plain_units, theirs = pickle.loads(payload)
+                if plain_units and plain is not None:
+                    numbers = array("l")
+                    numbers.frombytes(plain_units)
+                    theirs.update((u, plain(items[units[u][0]])) for u in numbers)
+            except Exception:  # noqa: BLE001 - a broken child's share is simply redone
+                theirs = {}
+            done.update(theirs)
+        return {units[u][0]: done[u] if u in done else run(u) for u in range(n)}
+    finally:
+        _DEFERRING = was_deferring

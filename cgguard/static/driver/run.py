@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from cgguard.static.driver import parallel
 from cgguard.static.driver.context import RunContext
 from cgguard.static.driver.prefilter import mentions_sink_word, plain_bytes
 from cgguard.static.source import sourcefile
@@ -185,12 +186,14 @@ def _importer_bytes(path: str, data: bytes, context: RunContext, configurations)
     and its import statements are read: in a tree whose imports name no module of its
     project (an installed package copied into another project), none is.
     ``configurations``: those whose sources the file does not name."""
-    if b"import" not in data:
-        return False
     root = context.roots.of_file(path)  # one lookup per folder
-    if root is None or not mentions_sink_word(data, configurations):
+    if root is None:
         return False
-    return context.module_files(root).may_import(data, path)
+    # Asked of every file of a project, importing or not: the run keeps the answer for
+    # the modules of the project that name a sink word (RunContext.names_a_sink).
+    if not any(context.names_a_sink(data, path, root, c) for c in configurations):
+        return False
+    return b"import" in data and context.module_files(root).may_import(data, path)
 
 
 def screen_file(path: str, context: RunContext | None = None) -> FileResult | tuple[str, bool]:
@@ -202,7 +205,7 @@ def screen_file(path: str, context: RunContext | None = None) -> FileResult | tu
         data = sourcefile.read_bytes(path)
         context = context or RunContext()
         named = [c for c in context.configurations if c.names_a_source(data)]
-        source = any(context.may_reach_a_sink(data, path, c) for c in named)
+        source = any(context.may_reach_a_sink(data, path, c, screening=True) for c in named)
         # A file that names a configuration's source but cannot reach a sink names no sink
         # word of it, which its importer test needs too: it is not scanned for one again.
         others = [c for c in context.importing if c not in named]
@@ -384,7 +387,6 @@ def check_paths(
 ) -> RunResult:
     """``fix_layout``: False for a run that never shows a fix's text (see
     :class:`.context.RunContext`); its findings, messages and fixability are the same."""
-    from cgguard.static.driver.parallel import Later, map_files
 
     # One run's reading of each project (roots, modules, summaries), shared by its files.
     context = RunContext(None if settings is None else settings.selected, fix_layout=fix_layout)
@@ -392,7 +394,7 @@ def check_paths(
     # Every file goes through the byte screen; what it leaves (text holding a capture
     # size) is the real work. A second process shares both only once that work pays.
 
-    def screen(item: tuple[str, FileError | None]) -> FileResult | Later[tuple[str, bool]]:
+    def screen(item: tuple[str, FileError | None]) -> FileResult | parallel.Later[tuple[str, bool]]:
         path, error = item
         if error:
             return _not_checked(path, error)
@@ -402,7 +404,7 @@ def check_paths(
         text, source = screened
         # A file without a capture size is only asked what it imports: a small part of
         # the work per character of one that Python's parser reads whole.
-        return Later(screened, len(text) if source else len(text) // 8)
+        return parallel.Later(screened, len(text) if source else len(text) // 8)
 
     def work(item: tuple[str, FileError | None], screened: tuple[str, bool]) -> FileResult:
         text, source = screened
@@ -424,7 +426,7 @@ def check_paths(
         return FileResult(item[0])  # checked, nothing found: most files
 
     files = list(iter_python_files(paths, settings, sizes))
-    return RunResult(files=map_files(screen, work, files, before_fork, size, plain))
+    return RunResult(files=parallel.map_files(screen, work, files, before_fork, size, plain))
 
 
 def fix_paths(
@@ -447,10 +449,8 @@ def fix_paths(
     # One run's reading of each project, shared by its files as a check shares it.
     if context is None:
         context = RunContext(None if settings is None else settings.selected)
-    for path, error in files:
-        if error:
-            run.files.append(_not_checked(path, error))
-            continue
+
+    def fix_one(path: str) -> FileResult:
         result = _guarded_result(
             path,
             lambda p: fix_file(
@@ -462,13 +462,26 @@ def fix_paths(
                 context=context,
             ),
         )
-        run.files.append(result)
         if result.changed:
             # The run read the fixed text, which is on disk only when written: what it read of
             # the file (and what other modules' summaries took from it) is read again. Its
             # lowered form is kept where that text is now the file's (written, nothing refused).
             written = write and result.error is None and result.new_text is not None
             context.forget(path, result.new_text if written else None)
+        return result
+
+    done: dict[int, FileResult] = {}
+    late: list[int] = []  # files whose screen waits for the others' (parallel.Deferred)
+    with parallel.items_deferred():
+        for i, (path, error) in enumerate(files):
+            try:
+                done[i] = _not_checked(path, error) if error else fix_one(path)
+            except parallel.Deferred:
+                late.append(i)
+    with parallel.no_deferral():
+        for i in late:
+            done[i] = fix_one(files[i][0])
+    run.files.extend(done[i] for i in range(len(files)))
     return run
 
 
