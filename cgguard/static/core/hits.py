@@ -6,17 +6,23 @@ module from the project's modules that import its helpers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from cgguard.static.core import ir
 from cgguard.static.core.flow import FunctionInfo, Hit, ScopeFlow, source_name
 from cgguard.static.core.lending import Lending
-from cgguard.static.core.patterns import Model
+from cgguard.static.core.patterns import Model, walk
 from cgguard.static.core.placement import Placement
 from cgguard.static.core.project import ClassInfo, ModuleInfo
 from cgguard.static.core.scope import ScopeResolver
 from cgguard.static.core.summaries import Summaries
-from cgguard.static.core.walks import all_functions, class_and_module_scopes, functions_inside
+from cgguard.static.core.walks import (
+    all_functions,
+    block_stmts,
+    class_and_module_scopes,
+    functions_inside,
+)
 from cgguard.static.core.words import mentions
 
 
@@ -39,6 +45,8 @@ class ModuleHits:
         return self.fixpoint.settle(lambda: self.once(module))
 
     def once(self, module: ModuleInfo) -> list[Hit]:
+        if not self._may_hit(module):
+            return []
         lines = self.index.lines(module)
         words = set(self.index.source_words) | self.lending.imported_words(module)
         funcs = list(all_functions(module))
@@ -76,6 +84,92 @@ class ModuleHits:
             flow.run(stmts)
             flows.append((flow, None))
         return self._none_tested(self.placement.place(module, flows), flows)
+
+    def _may_hit(self, module: ModuleInfo) -> bool:
+        """Can a walk of the module find a hit? Asked of a module that imports nothing from
+        its project (outside any project, every module): what another module defines
+        (an imported helper, a base class's method) is never followed into. A hit is made where a
+        count reaches a sink, and every sink names a sink word of the model where it is
+        reached (a stored or compared name, a callee whose parameter is a sink), or where
+        a call hands a count to a function of the module one of whose parameters reaches
+        one: the call names that function (or a name bound to it at the module's or a
+        class's top level). So only the scopes whose text names such a word can make a
+        hit: they are walked first, each as the full walk walks it (the flows are the
+        same, and kept for it), and where none makes one the module has none. A
+        function called by other means than its name (``__call__``, ``__setitem__``)
+        names no word at its call: where one names a word, every scope may hit."""
+        if self._imports_from_the_project(module):
+            return True
+        lines = self.index.lines(module)
+        words = self._sink_reaching_words(module, lines)
+        if words is None:
+            return True
+        for func in all_functions(module):
+            if mentions(lines, func.node.span, words):
+                flow = self.summaries.function_flow(func, walk=True)
+                if flow is not None and flow.hits:
+                    return True
+        for scope, cls in class_and_module_scopes(module):
+            stmts = tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef))
+            if not any(mentions(lines, st.span, words) for st in stmts):
+                continue
+            flow = ScopeFlow(
+                self.model,
+                None,
+                (),
+                ScopeResolver(self.summaries, module, self._class_info(module, cls)),
+                function=False,
+            )
+            flow.run(stmts)
+            if flow.hits:
+                return True
+        return False
+
+    def _imports_from_the_project(self, module: ModuleInfo) -> bool:
+        """Does an import statement of the module (at any depth: its outline's) bind a name
+        from one of its project's modules?"""
+        if self.index.root is None:
+            return False
+        outline = self.index.outlines.of_text(module.path, self.index.texts.get(module.path, ""))
+        specs = [spec for found in outline.imports.values() for spec in found]
+        specs += [(star, None) for star in outline.stars]
+        return any(
+            self.index.module_file(name) is not None
+            or (attr is not None and self.index.module_file(f"{name}.{attr}") is not None)
+            for name, attr in specs
+        )
+
+    def _sink_reaching_words(self, module: ModuleInfo, lines: list[str]) -> set[str] | None:
+        """The model's sink words, and the names of the module's functions whose text names
+        one of them, to a fixpoint (a constructor's class too), and the names its top-level
+        bindings naming one bind; None where a function called by other means than its
+        name names one."""
+        words = set(self.model.sink_words)
+        funcs = list(all_functions(module))
+        while True:
+            new: set[str] = set()
+            for func in funcs:
+                if func.name in words or not mentions(lines, func.node.span, words):
+                    continue
+                if func.name.startswith("__") and func.name.endswith("__"):
+                    if func.name not in _CONSTRUCTORS:
+                        return None
+                    if func.cls is not None:
+                        new.add(func.cls.name)
+                    continue
+                new.add(func.name)
+            for stmt in _top_level_statements(module):
+                if not mentions(lines, stmt.span, words):
+                    continue
+                if isinstance(stmt, ir.Assign | ir.AugAssign):
+                    targets = stmt.targets if isinstance(stmt, ir.Assign) else (stmt.target,)
+                    new.update(_names_in(targets))
+                elif not isinstance(stmt, ir.ExprStmt | ir.Return | ir.Import):
+                    return None  # a binding of another form (``for``, ``with``): not read
+            new -= words
+            if not new:
+                return words
+            words |= new
 
     def _none_tested(
         self, hits: list[Hit], flows: list[tuple[ScopeFlow, FunctionInfo | None]]
@@ -137,3 +231,31 @@ class ModuleHits:
         if node is None:
             return None
         return next((c for c in module.classes.values() if c.node is node), None)
+
+
+# A class's own methods its name calls: ``Klass(n)`` runs them.
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__"})
+
+
+def _top_level_statements(module: ModuleInfo) -> Iterator[ir.Stmt]:
+    """The statements of the module's and its classes' top level (classes at any depth),
+    looking into ``if``/``try`` blocks; no function's, no class's own header."""
+    stack: list[ir.Stmt] = list(block_stmts(module.tree.body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ir.ClassDef):
+            stack.extend(block_stmts(stmt.body))
+        elif not isinstance(stmt, ir.FunctionDef | ir.If | ir.Try):
+            yield stmt
+
+
+def _names_in(targets: tuple[ir.Expr, ...]) -> set[str]:
+    """Every name and attribute name in assignment targets (``a.b, c = ...``: b, c, a)."""
+    names: set[str] = set()
+    for target in targets:
+        for node in walk(target):
+            if isinstance(node, ir.Name):
+                names.add(node.id)
+            elif isinstance(node, ir.Attribute):
+                names.add(node.attr)
+    return names

@@ -109,6 +109,12 @@ class Model:
         return frozenset({self.source_label})
 
     @cached_property
+    def sink_words(self) -> frozenset[str]:
+        """The names a sink names where it is reached: a stored or compared name, a callee
+        whose parameter is a sink."""
+        return self.store_sinks | self.compare_sinks | {s.callee for s in self.param_sinks}
+
+    @cached_property
     def widened_labels(self) -> frozenset[str]:
         """What a widening call adds to its argument's labels."""
         return frozenset({self.widened_label})

@@ -1,0 +1,92 @@
+"""A module that imports nothing from its project is walked first only where its scopes name
+a sink word, or a function of the module that reaches one (``core/hits.py``,
+``ModuleHits._may_hit``): where none of those walks makes a hit, the module has none, and its
+other scopes (the capture size feeding token buffers) are not walked at all. Where one does,
+the module is walked as before, so its findings, their fixes and what makes a fix unsafe are
+unchanged. A count handed to a function of the module through another name than its own is
+still followed: the cases below are findings the first walk must not miss."""
+
+from __future__ import annotations
+
+import pytest
+
+from cgguard.static.core import summaries as summaries_module
+from cgguard.static.driver.check import check_source
+
+SILENT = (
+    "def reserve(vllm_config):\n"
+    "    cap = vllm_config.compilation_config.max_cudagraph_capture_size\n"
+    "    seqs = vllm_config.scheduler_config.max_num_seqs\n"
+    "    vllm_config.cache_config.num_gpu_blocks_override = min(seqs, cap) or 1\n"
+    + "".join(
+        f"\n\nclass Builder{i}:\n"
+        f"    def __init__(self, vllm_config):\n"
+        f"        self.cap = vllm_config.compilation_config.max_cudagraph_capture_size\n"
+        f"    def buffers(self, torch):\n"
+        f"        return torch.zeros(self.cap + 1), max(self.cap, 8)\n"
+        for i in range(30)
+    )
+)
+
+
+def _walked(monkeypatch) -> list[str]:
+    walked: list[str] = []
+    real = summaries_module.Summaries.function_flow
+
+    def recording(self, func, *, walk=False, reading=None):
+        if walk:
+            walked.append(func.name)
+        return real(self, func, walk=walk, reading=reading)
+
+    monkeypatch.setattr(summaries_module.Summaries, "function_flow", recording)
+    return walked
+
+
+def test_a_module_without_a_hit_walks_only_the_scopes_that_name_a_sink(monkeypatch, tmp_path):
+    walked = _walked(monkeypatch)
+    assert check_source(SILENT, str(tmp_path / "backend.py")) == []
+    assert walked == ["reserve"]
+
+
+FOUND = {
+    "a helper of the module that sinks its parameter": (
+        "def set_blocks(cache_config, n):\n"
+        "    cache_config.num_gpu_blocks_override = n\n\n\n"
+        "def profile(cache_config, compilation_config):\n"
+        "    set_blocks(cache_config, compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
+    "through a helper that names no sink word": (
+        "def set_blocks(cache_config, n):\n"
+        "    cache_config.num_gpu_blocks_override = n\n\n\n"
+        "def reserve(cache_config, n):\n"
+        "    set_blocks(cache_config, n)\n\n\n"
+        "def profile(cache_config, compilation_config):\n"
+        "    reserve(cache_config, compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
+    "a method called through self": (
+        "class Runner:\n"
+        "    def set_blocks(self, n):\n"
+        "        self.cache_config.num_gpu_blocks_override = n\n\n"
+        "    def profile(self):\n"
+        "        self.set_blocks(self.compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
+    "a member a constructor sets, read where it sinks": (
+        "class Runner:\n"
+        "    def __init__(self, compilation_config):\n"
+        "        self.graph_tokens = compilation_config.max_cudagraph_capture_size or 1\n\n"
+        "    def profile(self, cache_config):\n"
+        "        cache_config.num_gpu_blocks_override = self.graph_tokens\n"
+    ),
+    "a helper's return taken to the sink": (
+        "def graph_tokens(compilation_config):\n"
+        "    return compilation_config.max_cudagraph_capture_size or 1\n\n\n"
+        "def profile(cache_config, compilation_config):\n"
+        "    cache_config.num_gpu_blocks_override = graph_tokens(compilation_config)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("text", FOUND.values(), ids=FOUND.keys())
+def test_a_count_handed_to_a_sink_is_found(text, tmp_path):
+    found = check_source(text, str(tmp_path / "runner.py"))
+    assert [f.code for f in found] == ["CGG001"]
