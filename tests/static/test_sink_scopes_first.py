@@ -90,3 +90,82 @@ FOUND = {
 def test_a_count_handed_to_a_sink_is_found(text, tmp_path):
     found = check_source(text, str(tmp_path / "runner.py"))
     assert [f.code for f in found] == ["CGG001"]
+
+
+def _fork(root, modules: dict[str, str]):
+    (root / ".git").mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'fork'\n")
+    pkg = root / "fork"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, text in modules.items():
+        (pkg / name).write_text(text)
+    return pkg
+
+
+HELPERS = (
+    "def set_blocks(cache_config, n):\n"
+    "    cache_config.num_gpu_blocks_override = n\n\n\n"
+    "def zeros(n):\n"
+    "    return [0] * n\n"
+)
+
+
+def _context_with_callees(pkg):
+    """A run's context whose program has worked out the project's sink callees."""
+    from cgguard.static.driver.context import RunContext
+    from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
+
+    context = RunContext()
+    program = context.program(str(pkg.parent), CAPTURE_SIZE_BLOCKS)
+    reach = program.sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
+    assert reach.callees() == {"set_blocks"}
+    return context
+
+
+def test_a_project_module_walks_first_where_it_names_a_sink_callee(monkeypatch, tmp_path):
+    """Once the project's sink callees are known, a module importing from its project is
+    walked first only where it names a sink word or one of them (or what it binds one to)."""
+    text = "from fork.helpers import zeros\n\n" + SILENT
+    pkg = _fork(tmp_path, {"helpers.py": HELPERS, "backend.py": text})
+    context = _context_with_callees(pkg)
+    walked = _walked(monkeypatch)
+    assert check_source(text, str(pkg / "backend.py"), context=context) == []
+    assert walked == ["reserve"]
+
+
+def test_without_the_callees_a_project_module_is_walked_whole(monkeypatch, tmp_path):
+    from cgguard.static.driver.context import RunContext
+
+    text = "from fork.helpers import zeros\n\n" + SILENT
+    pkg = _fork(tmp_path, {"helpers.py": HELPERS, "backend.py": text})
+    walked = _walked(monkeypatch)
+    assert check_source(text, str(pkg / "backend.py"), context=RunContext()) == []
+    assert len(walked) > 30
+
+
+PROJECT_FOUND = {
+    "an imported sink callee": (
+        "from fork.helpers import set_blocks\n\n\n"
+        "def profile(cache_config, compilation_config):\n"
+        "    set_blocks(cache_config, compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
+    "an imported sink callee under another name": (
+        "from fork.helpers import set_blocks as reserve\n\n\n"
+        "def profile(cache_config, compilation_config):\n"
+        "    reserve(cache_config, compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
+    "a sink callee through its module": (
+        "from fork import helpers\n\n\n"
+        "def profile(cache_config, compilation_config):\n"
+        "    helpers.set_blocks(cache_config, compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("text", PROJECT_FOUND.values(), ids=PROJECT_FOUND.keys())
+def test_a_count_handed_to_a_sink_callee_of_another_module_is_found(text, tmp_path):
+    pkg = _fork(tmp_path, {"helpers.py": HELPERS, "caller.py": text})
+    context = _context_with_callees(pkg)
+    found = check_source(text, str(pkg / "caller.py"), context=context)
+    assert [(f.code, f.line) for f in found] == [("CGG001", 5)]

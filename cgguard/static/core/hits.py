@@ -6,7 +6,7 @@ module from the project's modules that import its helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from cgguard.static.core import ir
@@ -29,10 +29,20 @@ from cgguard.static.core.words import mentions
 class ModuleHits:
     """Finds the hits of the modules of one project, for one model."""
 
-    def __init__(self, model: Model, summaries: Summaries, lending: Lending, placement: Placement):
+    def __init__(
+        self,
+        model: Model,
+        summaries: Summaries,
+        lending: Lending,
+        placement: Placement,
+        sink_callees: Callable[[], frozenset[str] | None] = lambda: None,
+    ):
         self.model, self.summaries = model, summaries
         self.index, self.fixpoint = summaries.index, summaries.fixpoint
         self.lending, self.placement = lending, placement
+        # The project's functions one of whose parameters reaches a sink, by name, where
+        # worked out already (:mod:`.sinkreach`); None where not.
+        self.sink_callees = sink_callees
 
     def hits(self, module: ModuleInfo) -> list[Hit]:
         """Every hit in ``module``'s own code, helpers' counts followed to their callers.
@@ -86,9 +96,7 @@ class ModuleHits:
         return self._none_tested(self.placement.place(module, flows), flows)
 
     def _may_hit(self, module: ModuleInfo) -> bool:
-        """Can a walk of the module find a hit? Asked of a module that imports nothing from
-        its project (outside any project, every module): what another module defines
-        (an imported helper, a base class's method) is never followed into. A hit is made where a
+        """Can a walk of the module find a hit? A hit is made where a
         count reaches a sink, and every sink names a sink word of the model where it is
         reached (a stored or compared name, a callee whose parameter is a sink), or where
         a call hands a count to a function of the module one of whose parameters reaches
@@ -97,13 +105,25 @@ class ModuleHits:
         hit: they are walked first, each as the full walk walks it (the flows are the
         same, and kept for it), and where none makes one the module has none. A
         function called by other means than its name (``__call__``, ``__setitem__``)
-        names no word at its call: where one names a word, every scope may hit."""
-        if self._imports_from_the_project(module):
-            return True
+        names no word at its call: where one names a word, every scope may hit.
+
+        A module that imports from its project can hand a count to a function of another
+        module (imported, inherited, a method of an object it holds): the project's sink
+        callees are those (:mod:`.sinkreach`), and a name an import binds to one. Where
+        they are not worked out yet, every scope may hit."""
+        imported = self._project_imports(module)
+        callees: frozenset[str] = frozenset()
+        if imported:
+            known = self.sink_callees()
+            if known is None:
+                return True
+            callees = known
         lines = self.index.lines(module)
-        words = self._sink_reaching_words(module, lines)
+        words = self._sink_reaching_words(module, lines, callees)
         if words is None:
             return True
+        # ``from m import callee as name``: the module calls it by that name.
+        words |= {local for local, attr in imported if attr is not None and attr in callees}
         for func in all_functions(module):
             if mentions(lines, func.node.span, words):
                 flow = self.summaries.function_flow(func, walk=True)
@@ -125,26 +145,30 @@ class ModuleHits:
                 return True
         return False
 
-    def _imports_from_the_project(self, module: ModuleInfo) -> bool:
-        """Does an import statement of the module (at any depth: its outline's) bind a name
-        from one of its project's modules?"""
+    def _project_imports(self, module: ModuleInfo) -> list[tuple[str, str | None]]:
+        """The names the module's import statements (at any depth: its outline's) bind from
+        its project's modules, with the name each imports (None: a module, ``*``)."""
         if self.index.root is None:
-            return False
+            return []
         outline = self.index.outlines.of_text(module.path, self.index.texts.get(module.path, ""))
-        specs = [spec for found in outline.imports.values() for spec in found]
-        specs += [(star, None) for star in outline.stars]
-        return any(
-            self.index.module_file(name) is not None
-            or (attr is not None and self.index.module_file(f"{name}.{attr}") is not None)
+        found = [
+            (local, attr)
+            for local, specs in outline.imports.items()
             for name, attr in specs
-        )
+            if self.index.module_file(name) is not None
+            or (attr is not None and self.index.module_file(f"{name}.{attr}") is not None)
+        ]
+        found += [("*", None) for star in outline.stars if self.index.module_file(star)]
+        return found
 
-    def _sink_reaching_words(self, module: ModuleInfo, lines: list[str]) -> set[str] | None:
-        """The model's sink words, and the names of the module's functions whose text names
-        one of them, to a fixpoint (a constructor's class too), and the names its top-level
-        bindings naming one bind; None where a function called by other means than its
-        name names one."""
-        words = set(self.model.sink_words)
+    def _sink_reaching_words(
+        self, module: ModuleInfo, lines: list[str], callees: frozenset[str]
+    ) -> set[str] | None:
+        """The model's sink words and the project's ``callees``, and the names of the
+        module's functions whose text names one of them, to a fixpoint (a constructor's
+        class too), and the names its top-level bindings naming one bind; None where a
+        function called by other means than its name names one."""
+        words = set(self.model.sink_words) | callees
         funcs = list(all_functions(module))
         while True:
             new: set[str] = set()

@@ -63,8 +63,10 @@ class Program:
         self.summaries = Summaries(model, self.index, self.classes, self.calls, self.fixpoint)
         self.lending = Lending(self.index, self.classes, self.calls, self.summaries)
         placement = Placement(self.index, self.calls, self.summaries)
-        self.module_hits = ModuleHits(model, self.summaries, self.lending, placement)
         self._sink_reach: SinkReach | None = None
+        self.module_hits = ModuleHits(
+            model, self.summaries, self.lending, placement, self._derived_sink_callees
+        )
 
     # What the driver and the tests read of the run.
 
@@ -152,6 +154,11 @@ class Program:
                 self.index, self.summaries, self.fixpoint, sink_words, names_a_sink, known
             )
         return self._sink_reach
+
+    def _derived_sink_callees(self) -> frozenset[str] | None:
+        """The sink callees, where :meth:`sink_reach` has worked them out already."""
+        reach = self._sink_reach
+        return reach.callees() if reach is not None and reach.derived else None
 
     def lines_at(self, path: str) -> list[str]:
         """The physical lines of a module the run has read."""
