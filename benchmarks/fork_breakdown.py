@@ -55,7 +55,7 @@ patches = set(filter(None, sys.argv[2].split(",")))
 if "no-importers" in patches:
     context.RunContext.takes_a_count = lambda self, *a, **k: False
 if "sink-word-sources" in patches:
-    def sink_word_only(self, data, path, configuration=None):
+    def sink_word_only(self, data, path, configuration=None, **_):
         chosen = self.configurations if configuration is None else (configuration,)
         return mentions_sink_word(data, chosen)
     context.RunContext.may_reach_a_sink = sink_word_only
