@@ -246,6 +246,32 @@ def busy_cpus() -> int:
     return max(0, running - 1)
 
 
+def _numbers_from(fd: int) -> Callable[[bool], list[int]]:
+    """A reader of the unit numbers a pipe brings (``_RECORD`` bytes each): each call
+    returns the whole ones read so far, waiting for the pipe's end where ``block``, else
+    taking what is there; a number cut by a read waits for the next call."""
+    pending = bytearray()
+
+    def take(block: bool) -> list[int]:
+        os.set_blocking(fd, block)
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            pending.extend(chunk)
+            if not block:
+                break
+        whole = len(pending) - len(pending) % _RECORD
+        out = [int.from_bytes(pending[k : k + _RECORD], "little") for k in range(0, whole, _RECORD)]
+        del pending[:whole]
+        return out
+
+    return take
+
+
 _UNSCREENED = object()
 
 
@@ -316,45 +342,10 @@ def _shared(
     # Units the child leaves to the parent (ParentOnly) come back at once through
     # their own pipe, so the parent does them while the child still works.
     left_r, left_w = os.pipe()
-    pending = bytearray()
-
-    def take_left(block: bool) -> list[int]:
-        os.set_blocking(left_r, block)
-        while True:
-            try:
-                chunk = os.read(left_r, 4096)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            pending.extend(chunk)
-            if not block:
-                break
-        whole = len(pending) - len(pending) % _RECORD
-        out = [int.from_bytes(pending[k : k + _RECORD], "little") for k in range(0, whole, _RECORD)]
-        del pending[:whole]
-        return out
-
+    take_left = _numbers_from(left_r)
     # Units the parent leaves to the child (ChildOnly) go the other way, through a third.
     given_r, given_w = os.pipe()
-    given = bytearray()
-
-    def take_given(block: bool) -> list[int]:
-        os.set_blocking(given_r, block)
-        while True:
-            try:
-                chunk = os.read(given_r, 4096)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            given.extend(chunk)
-            if not block:
-                break
-        whole = len(given) - len(given) % _RECORD
-        out = [int.from_bytes(given[k : k + _RECORD], "little") for k in range(0, whole, _RECORD)]
-        del given[:whole]
-        return out
+    take_given = _numbers_from(given_r)
 
     def run_in_child(u: int, done: dict[int, R]) -> None:
         try:
@@ -394,10 +385,10 @@ def _shared(
         done: dict[int, R] = {}
         while True:
             if child:
-                for u in take_given(block=False):
+                for u in take_given(False):
                     run_in_child(u, done)
             else:
-                for u in take_left(block=False):
+                for u in take_left(False):
                     done[u] = run_handed_back(u)
             record = first_claim.pop() if first_claim and not child else os.read(tokens_r, _RECORD)
             if len(record) < _RECORD:
@@ -443,7 +434,7 @@ def _shared(
             # while the parent still works (put last, it was the run's last work).
             with no_deferral():
                 mine = claim(child=True)
-                for u in take_given(block=True):  # until the parent closes its end
+                for u in take_given(True):  # until the parent closes its end
                     run_in_child(u, mine)
             payload = pickle.dumps(compact(mine), protocol=pickle.HIGHEST_PROTOCOL)
             os.close(left_w)
@@ -466,7 +457,7 @@ def _shared(
             _CHILD_TAKES = False
             os.close(given_w)  # the child takes no more: it ends once it has done what it has
         os.close(tokens_r)
-        for u in take_left(block=True):  # until the child closes its end
+        for u in take_left(True):  # until the child closes its end
             done[u] = run(u)
         os.close(left_r)
         with os.fdopen(results_r, "rb") as inp:
