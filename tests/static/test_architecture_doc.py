@@ -33,7 +33,7 @@ def test_the_names_it_explains_are_the_models_fields():
         "max_num_tokens" in cgg003.SOURCE_ATTRS and "max_num_batched_tokens" in cgg003.SOURCE_ATTRS
     )
     assert model.source_attrs == cgg003.SOURCE_ATTRS
-    assert model.request_counts == cgg003.BOUNDS
+    assert model.bound_counts == cgg003.BOUNDS
     assert {s.param for s in model.param_sinks} >= {"seq_len", "batch_size"}
     assert model.compare_sinks == cgg003.COMPARE_SINKS
     # A count from no source: the page names the labels' values.

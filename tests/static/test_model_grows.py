@@ -51,7 +51,7 @@ def test_a_rule_of_the_same_kind_is_a_model():
         source_lists=frozenset(),
         store_sinks=frozenset({"max_num_seqs"}),
         param_sinks=(),
-        request_counts=frozenset(),
+        bound_counts=frozenset(),
     )
     text = (
         "def configure(scheduler_config, vllm_config):\n"

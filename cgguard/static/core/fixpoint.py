@@ -31,8 +31,8 @@ class FunctionFacts:
     params: dict[tuple[str, bool], ScopeFlow] = field(default_factory=dict)
     busy: bool = False
     params_busy: set[tuple[str, bool]] = field(default_factory=set)
-    requests: bool | None = None  # returns a request count (None: not asked yet)
-    requests_busy: bool = False
+    bound: bool | None = None  # returns a bound (Model.bound_counts; None: not asked yet)
+    bound_busy: bool = False
 
 
 class Fixpoint:
@@ -135,7 +135,7 @@ class Fixpoint:
             elif key[0] == "param":
                 facts.params.pop(key[2], None)
             else:
-                facts.requests = None
+                facts.bound = None
         self.busy_reads.clear()
 
     def final(self, key: tuple) -> object:
@@ -146,7 +146,7 @@ class Fixpoint:
         if kind == "param":
             return None if facts is None else facts.params.get(key[2])
         if kind == "bound":
-            return None if facts is None else facts.requests
+            return None if facts is None else facts.bound
         return self.attr_summaries.get((node, key[2]))
 
     def unsettled(self) -> set[tuple]:

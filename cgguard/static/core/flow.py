@@ -152,7 +152,7 @@ class ScopeFlow:
         self.none_tested: set[int] = outputs.none_tested
         self.none_tested_names: set[str] = outputs.none_tested_names
         for p in params:
-            if p.name in model.request_counts:
+            if p.name in model.bound_counts:
                 self.env[p.name] = Count(model.bound_label, bound=True)
             elif p.name in model.source_params:
                 self.env[p.name] = Taint(model.source_labels, ir.Name(p.name, p.span))

@@ -40,9 +40,12 @@ class Model:
     passthrough_calls: frozenset[str]  # ``f(x, ...)`` carries ``x``'s count
     widening_calls: frozenset[str]  # ``max(x, ...)``: still the count (the second rule's kind)
     # ---- sanitizers --------------------------------------------------------------------
-    clamp_calls: frozenset[str]  # ``min(x, R)`` with a request count R bounds it
-    request_counts: frozenset[str]  # attributes (any receiver) that are a request count
-    token_counts: frozenset[str]  # attributes that count tokens: a min() with them still does
+    clamp_calls: frozenset[str]  # ``min(x, R)`` with a bound R bounds it
+    # attributes (any receiver) that hold a bound: a count of the unit ``bound_label`` names
+    bound_counts: frozenset[str]
+    # attributes that hold a count of the unit ``unbounded_label`` names: a min() with one of
+    # them still does
+    unbounded_counts: frozenset[str]
     # ---- sinks -------------------------------------------------------------------------
     store_sinks: frozenset[str]  # attribute stores on any object, ``setattr``, ``replace``, keys
     # parameters of named callees that receive the count (a sink is typed by the API it
@@ -75,9 +78,9 @@ class Model:
     widened_label: str
     # A count that carries no source's labels is labelled too (a ``taint.Count``, never
     # reported). ``bound_label``: what a count a sanitizer bounds by holds (a name of
-    # ``request_counts``, a local or a helper's return holding one), and a followed count
+    # ``bound_counts``, a local or a helper's return holding one), and a followed count
     # in the branch of an ``if`` clamp that bounds it by one. ``unbounded_label``: what a
-    # count that bounds nothing holds (a name of ``token_counts``, or arithmetic of locals
+    # count that bounds nothing holds (a name of ``unbounded_counts``, or arithmetic of locals
     # holding a followed value where it is no longer followed: a converting product). A
     # sum or product of counts of one label keeps it, of both neither. The core tells the
     # two apart by these labels and names neither, so they differ.
@@ -148,8 +151,8 @@ class Model:
     def is_source_list(self, node: ir.Expr) -> bool:
         return _last_name(node) in self.source_lists
 
-    def mentions_request(self, node: ir.Expr) -> bool:
-        return any(_last_name(sub) in self.request_counts for sub in walk(node))
+    def mentions_bound(self, node: ir.Expr) -> bool:
+        return any(_last_name(sub) in self.bound_counts for sub in walk(node))
 
     def converts(self, node: ir.BinOp) -> bool:
         """Is ``node`` a product with a converting factor (on either side)?"""

@@ -79,7 +79,7 @@ class ProjectIndex:
         paths: ModuleFiles | None = None,
     ):
         self.source_words = model.source_names()  # a text naming a source holds one
-        self.request_words = tuple(sorted(model.request_counts))
+        self.bound_words = tuple(sorted(model.bound_counts))
         self.root = root
         self.read = read or read_file
         self.read_bytes = read_bytes if read is None else partial(encoded, read)
@@ -142,9 +142,9 @@ class ProjectIndex:
         so a module that cannot carry a count is never lowered to be asked."""
         return self._text_holds(name, self.source_words)
 
-    def may_name_a_request(self, name: str) -> bool:
-        """Does the project module ``name`` name a request count (its text alone)?"""
-        return self._text_holds(name, self.request_words)
+    def may_name_a_bound(self, name: str) -> bool:
+        """Does the project module ``name`` name a bound (``Model.bound_counts``; its text alone)?"""
+        return self._text_holds(name, self.bound_words)
 
     def _text_holds(self, name: str, words: tuple[str, ...]) -> bool:
         path = self.module_file(name)

@@ -30,8 +30,9 @@ class Resolver(Protocol):
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         """The summary of the helper a call calls or the member a read reads."""
 
-    def requests(self, node: ir.Call | ir.Attribute) -> bool:
-        """Does the helper a call calls (the property a read reads) return a request count?"""
+    def holds_bound(self, node: ir.Call | ir.Attribute) -> bool:
+        """Does the helper a call calls (the property a read reads) return a bound: a count of
+        the model's ``bound_label`` (``Model.bound_counts``)?"""
 
     def passing(self, call: ir.Call) -> Passed | None:
         """What a call hands through from its arguments to its result."""
@@ -73,7 +74,7 @@ class NoResolver:
     def member(self, node: ir.Call | ir.Attribute) -> Summary | None:
         return None
 
-    def requests(self, node: ir.Call | ir.Attribute) -> bool:
+    def holds_bound(self, node: ir.Call | ir.Attribute) -> bool:
         return False
 
     def passing(self, call: ir.Call) -> Passed | None:

@@ -97,18 +97,16 @@ class ScopeResolver:
             else self.classes.class_of_name(self.module, name, self.index.may_name_a_source)
         )
 
-    def requests(self, node: ir.Call | ir.Attribute) -> bool:
+    def holds_bound(self, node: ir.Call | ir.Attribute) -> bool:
         if isinstance(node, ir.Call):
-            if not self._may_return(node, self.index.may_name_a_request):
+            if not self._may_return(node, self.index.may_name_a_bound):
                 return False
             func = self._callee(node)
-            return (
-                func is not None and not func.is_property and self.summaries.returns_requests(func)
-            )
+            return func is not None and not func.is_property and self.summaries.returns_bound(func)
         if self.cls is None or not is_name(node.value, "self"):
             return False
         prop = self.classes.method(self.cls, node.attr)
-        return prop is not None and prop.is_property and self.summaries.returns_requests(prop)
+        return prop is not None and prop.is_property and self.summaries.returns_bound(prop)
 
     def passing(self, call: ir.Call) -> Passed | None:
         func = self._callee(call)

@@ -206,33 +206,34 @@ class Summaries:
             func.path,
         )
 
-    def returns_requests(self, func: FunctionInfo) -> bool:
-        """Does the function return a request count (a helper or a property)?"""
+    def returns_bound(self, func: FunctionInfo) -> bool:
+        """Does the function return a bound, a count of the model's ``bound_label`` (a helper
+        or a property)?"""
         key = ("bound", id(func.node))
         facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
-        if facts.requests_busy:
+        if facts.bound_busy:
             return bool(self.fixpoint.busy(key))
-        if facts.requests is not None:
+        if facts.bound is not None:
             self.fixpoint.note(key)
-            return facts.requests
-        facts.requests = False
-        facts.requests_busy = True
+            return facts.bound
+        facts.bound = False
+        facts.bound_busy = True
         self.fixpoint.computing(key)
         try:
-            facts.requests = self._returns_requests(func)
+            facts.bound = self._returns_bound(func)
         finally:
-            facts.requests_busy = False
+            facts.bound_busy = False
             self.fixpoint.computed(key)
-        return facts.requests
+        return facts.bound
 
-    def _returns_requests(self, func: FunctionInfo) -> bool:
+    def _returns_bound(self, func: FunctionInfo) -> bool:
         module = self.index.module_at(func.path)
         text = (
             "".join(self.index.lines(module)[func.node.span.line - 1 : func.node.span.end_line])
             if module
             else ""
         )
-        if "return" not in text or not any(n in text for n in self.model.request_counts):
+        if "return" not in text or not any(n in text for n in self.model.bound_counts):
             return False
         flow = self.function_flow(func, walk=True)
         return flow is not None and any(

@@ -117,7 +117,7 @@ class Transfer:
                 if picked is not None:
                     return Taint(picked, node)  # the helper's pick is the call's count
             if callee in m.clamp_calls:
-                if any(self.is_request(a.value) for a in args):
+                if any(self.is_bound_count(a.value) for a in args):
                     return None
                 return next((t for t in map(self.arg_taint, args) if t), None)
             if callee in m.widening_calls and len(args) > 1:
@@ -249,15 +249,15 @@ class Transfer:
     def arg_taint(self, arg: ir.Arg) -> Taint | None:
         return None if arg.star else self.taint_of(arg.value)
 
-    def is_request(self, node: ir.Expr) -> bool:
-        if self.model.mentions_request(node):
+    def is_bound_count(self, node: ir.Expr) -> bool:
+        if self.model.mentions_bound(node):
             return True
         for sub in walk(node):
             if isinstance(sub, ir.Name | ir.Attribute):
                 key = dotted(sub)
                 if key and is_bound(self.env.get(key)):
                     return True
-            if isinstance(sub, ir.Call | ir.Attribute) and self.resolver.requests(sub):
+            if isinstance(sub, ir.Call | ir.Attribute) and self.resolver.holds_bound(sub):
                 return True
         return False
 
@@ -295,6 +295,6 @@ class Transfer:
             return None, None
         for big, small, bound_in_body in ((left, right, False), (right, left, True)):
             key = dotted(big) if isinstance(big, ir.Name | ir.Attribute) else None
-            if key and self.taint_of(big) is not None and self.is_request(small):
+            if key and self.taint_of(big) is not None and self.is_bound_count(small):
                 return (key, None) if bound_in_body else (None, key)
         return None, None

@@ -46,13 +46,13 @@ class Units:
             kind: object = self._local_kind(key) if key is not None else None
             if kind is None:
                 name = last_name(node)
-                if name in m.request_counts:
+                if name in m.bound_counts:
                     kind = m.bound_label
-                elif name in m.token_counts:
+                elif name in m.unbounded_counts:
                     kind = m.unbounded_label
             if kind is None and key is None:
                 kind = _OPAQUE
-            if kind is None and isinstance(node, ir.Attribute) and self.resolver.requests(node):
+            if kind is None and isinstance(node, ir.Attribute) and self.resolver.holds_bound(node):
                 kind = m.bound_label
             if kind is not None:
                 kinds.add(kind)
@@ -72,7 +72,7 @@ class Units:
                 if args and not args[0].star:
                     self._leaf_kinds(args[0].value, kinds, depth + 1)
                     return
-            if self.resolver.requests(node):
+            if self.resolver.holds_bound(node):
                 kinds.add(m.bound_label)
                 return
         kinds.add(_OPAQUE)

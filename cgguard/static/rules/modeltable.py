@@ -68,13 +68,13 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "it bounds the count (the `if` clamp and the conditional expression are the same bound)",
         "min_with_request_count, bounded_conditional_clamp, precision_clamp_idiom",
     ),
-    "request_counts": (
+    "bound_counts": (
         "sanitizers",
         "attributes, on any receiver, that count requests; a local, a helper's or a "
         "property's return holding one is one too",
         "min_with_request_count, bounded_min_request_helper, bounded_imported_request_helper",
     ),
-    "token_counts": (
+    "unbounded_counts": (
         "sanitizers",
         "attributes that count tokens: a bound by one of them still counts tokens",
         "min_with_token_count, bounded_min_token_helper, bounded_conditional_token_clamp",
