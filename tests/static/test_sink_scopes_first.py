@@ -77,6 +77,14 @@ FOUND = {
         "    def profile(self, cache_config):\n"
         "        cache_config.num_gpu_blocks_override = self.graph_tokens\n"
     ),
+    "a base class's constructor through super()": (
+        "class Base:\n"
+        "    def __init__(self, cache_config, n):\n"
+        "        cache_config.num_gpu_blocks_override = n\n\n\n"
+        "class Runner(Base):\n"
+        "    def __init__(self, cache_config, compilation_config):\n"
+        "        super().__init__(cache_config, compilation_config.max_cudagraph_capture_size or 1)\n"
+    ),
     "a helper's return taken to the sink": (
         "def graph_tokens(compilation_config):\n"
         "    return compilation_config.max_cudagraph_capture_size or 1\n\n\n"

@@ -166,8 +166,8 @@ class ModuleHits:
     ) -> set[str] | None:
         """The model's sink words and the project's ``callees``, and the names of the
         module's functions whose text names one of them, to a fixpoint (a constructor's
-        class too), and the names its top-level bindings naming one bind; None where a
-        function called by other means than its name names one."""
+        class too, and ``super``), and the names its top-level bindings naming one bind;
+        None where a function called by other means than its name names one."""
         words = set(self.model.sink_words) | callees
         funcs = list(all_functions(module))
         while True:
@@ -179,7 +179,8 @@ class ModuleHits:
                     if func.name not in _CONSTRUCTORS:
                         return None
                     if func.cls is not None:
-                        new.add(func.cls.name)
+                        # ``Klass(n)``, and a subclass's ``super().__init__(n)``
+                        new.update((func.cls.name, "super"))
                     continue
                 new.add(func.name)
             for stmt in _top_level_statements(module):
