@@ -186,14 +186,12 @@ class Classes:
             cls.attrs_read = frozenset(found)
         return cls.attrs_read
 
-    def is_runner(self, cls: ClassInfo) -> bool:
-        pattern = self.model.runner_classes
-        if pattern.search(cls.name):
-            return True
+    def class_names(self, cls: ClassInfo) -> Iterator[str]:
+        """The names of ``cls``, of the classes it derives from, and of their bases as
+        written (the last part of each, resolved through imports and aliases), nearest
+        first: the bases are resolved only as far as the caller reads."""
+        yield cls.name
         self.bases(cls)
         for klass in self.mro(cls):
-            if pattern.search(klass.name):
-                return True
-            if any(pattern.search(n.rsplit(".", 1)[-1]) for n in klass.base_names):
-                return True
-        return False
+            yield klass.name
+            yield from (n.rsplit(".", 1)[-1] for n in klass.base_names)

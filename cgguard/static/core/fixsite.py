@@ -1,12 +1,14 @@
 """Where a hit's fix goes and what bounds it, in the scope's own names.
 
 :meth:`FixSite.locate` finds the smallest sub-expression of a tainted value that is the count
-(the :class:`~.taint.Rewrite` a fix makes); :meth:`FixSite.request_of` finds the request count
-the fix bounds it by: one named beside the source's receiver (a runner's, a config's), a local
-holding one, or the class's own, and says when that is a guess.
+(the :class:`~.taint.Rewrite` a fix makes); :meth:`FixSite.request_of` asks the model's
+``fix_bound`` what the fix bounds it by, from what the scope shows: the source's receiver in
+the scope's names, a local holding a bound, the class the scope is in and its bases.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from cgguard.static.core import ir
 from cgguard.static.core.patterns import Model, last_name
@@ -98,27 +100,12 @@ class FixSite:
                         return r
         return None
 
-    # ---- the request count for the fix ----------------------------------------------
+    # ---- the bound for the fix ------------------------------------------------------
 
     def request_of(self, taint: Taint) -> tuple[str | None, bool]:
-        text = self.chain_of(taint)
-        if text is not None:
-            req = self._request_from_chain(text)
-            if req:
-                return req, False
-        for key, value in self.env.items():
-            if is_bound(value) and "." not in key:
-                return key, False
-        facts = self.class_facts
-        # Read from this object: the capture size's receiver (``self.cc...``), or a member
-        # of it (``self.max_graph``, set by a base from its own parameter).
-        on_self = text is not None and text.split(".", 1)[0] == "self"
-        member = isinstance(taint.call, ir.Attribute) and is_name(taint.call.value, "self")
-        if (on_self or (text is None and member)) and facts is not None:
-            own = self._self_request()
-            m = self.model
-            return (own, False) if own else (f"self.{m.runner_request}", True)
-        return None, False
+        """What the fix bounds ``taint``'s count by, and whether that is a guess: the model's
+        ``fix_bound`` answers from what the scope shows (:class:`_Site`)."""
+        return self.model.fix_bound(_Site(self, taint))
 
     def chain_of(self, taint: Taint) -> str | None:
         if taint.call is None:
@@ -178,39 +165,31 @@ class FixSite:
             return self._resolve(node.generators[0].iter, depth + 1)
         return None
 
-    def _request_from_chain(self, chain: str) -> str | None:
-        m = self.model
-        parts = chain.split(".")
-        if parts[-1] in m.source_lists:
-            parts = parts[:-1]
-        for i, part in enumerate(parts[:-1]):
-            if part in m.runner_names and i + 1 < len(parts):
-                return ".".join(parts[: i + 1]) + "." + m.runner_request
-        if parts[-1] == m.source_config:
-            parts = parts[:-1]
-        if not parts:
-            return None
-        facts = self.class_facts
-        if parts[0] == "self" and facts is not None and facts.is_runner:
-            return f"self.{m.runner_request}"  # a runner has its own request count
-        base = ".".join(parts)
-        last = parts[-1]
-        if base == "self":
-            return self._self_request()
-        if last in m.runner_names:
-            return f"{base}.{m.runner_request}"
-        if last in m.config_roots:
-            return f"{base}.{m.config_request}"
+
+class _Site:
+    """What a fix's bound is chosen from (:class:`~.patterns.BoundSite`), read when asked."""
+
+    def __init__(self, site: FixSite, taint: Taint) -> None:
+        self._site = site
+        self.chain = site.chain_of(taint)
+        self.source_lists = site.model.source_lists
+        facts = site.class_facts
+        self._facts = facts
+        self.in_class = facts is not None
+        # Read from this object: the capture size's receiver (``self.cc...``), or a member
+        # of it (``self.max_graph``, set by a base from its own parameter).
+        on_self = self.chain is not None and self.chain.split(".", 1)[0] == "self"
+        member = isinstance(taint.call, ir.Attribute) and is_name(taint.call.value, "self")
+        self.read_from_self = on_self or (self.chain is None and member)
+
+    def bound_local(self) -> str | None:
+        for key, value in self._site.env.items():
+            if is_bound(value) and "." not in key:
+                return key
         return None
 
-    def _self_request(self) -> str | None:
-        facts = self.class_facts
-        if facts is None:
-            return None
-        if facts.is_runner:
-            return f"self.{self.model.runner_request}"
-        attrs = facts.self_attrs
-        for attr, text in self.model.class_requests:
-            if attr in attrs:
-                return text
-        return None
+    def class_names(self) -> Iterator[str]:
+        return iter(()) if self._facts is None else self._facts.class_names()
+
+    def self_attrs(self) -> frozenset[str]:
+        return frozenset() if self._facts is None else self._facts.self_attrs

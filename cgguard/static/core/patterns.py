@@ -9,8 +9,10 @@ the names themselves live in the rules' model (:mod:`cgguard.static.rules.model`
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 from cgguard.static.core import ir
 from cgguard.static.core.needles import needles_of
@@ -26,6 +28,27 @@ class ParamSink:
     callee: str
     param: str
     position: int | None = None
+
+
+class BoundSite(Protocol):
+    """What the core knows where a fix bounds a count (the model's ``fix_bound`` reads it)."""
+
+    chain: str | None  # the source's receiver in the scope's names (``self.vllm_config``)
+    source_lists: frozenset[str]  # the model's source lists (a receiver's last name may be one)
+    read_from_self: bool  # the count is read from the scope's own object (``self``)
+    in_class: bool  # the scope is a method of a class
+
+    def bound_local(self) -> str | None:
+        """A local of the scope holding a bound count (the first one), if any."""
+        ...
+
+    def class_names(self) -> Iterator[str]:
+        """The class's name and those of its bases (resolved through imports), nearest first."""
+        ...
+
+    def self_attrs(self) -> frozenset[str]:
+        """The attributes the class and its bases set or read on ``self``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -56,15 +79,11 @@ class Model:
     # ---- where a finding goes ----------------------------------------------------------
     placement_names: re.Pattern[str]  # names of locals that hold a block count
     quiet_calls: frozenset[str]  # calls a helper's count is handed to without being used
-    # ---- the fix's request count -------------------------------------------------------
-    runner_names: frozenset[str]  # receivers that hold ``<runner>.<runner_request>``
-    runner_request: str
-    config_roots: frozenset[str]  # receivers that hold ``<root>.<config_request>``
-    config_request: str
-    source_config: str  # the attribute holding the sources (dropped from the receiver)
-    # Attributes of a class, in order, that give it a request count (and the count's text).
-    class_requests: tuple[tuple[str, str], ...]
-    runner_classes: re.Pattern[str]  # class names that are a model runner
+    # ---- the fix's bound -----------------------------------------------------------------
+    # What bounds the count where a hit's fix goes: asked with what the core knows there (a
+    # :class:`BoundSite`), it answers the bound's text and whether that is a guess. The rule
+    # supplies it (CGG001's request count: rules/requestbound.py); the core names no bound.
+    fix_bound: Callable[[BoundSite], tuple[str | None, bool]]
     # ---- labels: what a followed value counts --------------------------------------------
     # A source's value carries ``source_label``; a widening call (``max(x, ...)``) adds
     # ``widened_label`` (the count or more). A value's labels are a set, and the transfers

@@ -4,7 +4,7 @@ the :class:`ClassFacts` of the class it is in (the program's are in :mod:`.scope
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from cgguard.static.core import ir
@@ -14,8 +14,7 @@ from cgguard.static.core.taint import Summary
 class ClassFacts(Protocol):
     name: str
 
-    @property
-    def is_runner(self) -> bool: ...
+    def class_names(self) -> Iterator[str]: ...
 
     @property
     def self_attrs(self) -> frozenset[str]: ...

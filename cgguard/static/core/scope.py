@@ -3,7 +3,7 @@ calls and reads resolved in the project, answered from the summaries."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from cgguard.static.core import ir
@@ -18,15 +18,14 @@ if TYPE_CHECKING:
 
 
 class ClassFactsView:
-    """What a class offers as a request count (read when a fix asks)."""
+    """What a fix's bound may come from in a class (read when a fix asks)."""
 
     def __init__(self, classes: Classes, cls: ClassInfo):
         self.classes, self.cls = classes, cls
         self.name = cls.name
 
-    @property
-    def is_runner(self) -> bool:
-        return self.classes.is_runner(self.cls)
+    def class_names(self) -> Iterator[str]:
+        return self.classes.class_names(self.cls)
 
     @property
     def self_attrs(self) -> frozenset[str]:

@@ -28,6 +28,9 @@ Sinks      the allocation, typed by its API: a store of ``num_gpu_blocks_overrid
            that looks like a block count is never a sink: a local named so is where the
            finding goes when its value reaches a sink, and a kernel's ``num_blocks=`` or a
            returned ``max_grid_blocks`` is nothing.
+Fix bound  the request count a fix writes (:class:`~.requestbound.RequestBound`): a model
+           runner's ``max_num_reqs``, the config's ``scheduler_config.max_num_seqs``, or
+           what the class the count is read in has.
 ========== =================================================================================
 """
 
@@ -151,6 +154,7 @@ def is_capture_attr_name(value: object) -> bool:
 def model() -> Model:
     """The model the core reads (made per run: the core keeps nothing between runs)."""
     from cgguard.static.core.patterns import Model, ParamSink
+    from cgguard.static.rules.requestbound import RequestBound
 
     return Model(
         source_attrs=CAPTURE_SIZE_ATTRS,
@@ -169,19 +173,21 @@ def model() -> Model:
         replace_calls=frozenset({"replace"}),
         placement_names=re.compile(_BLOCK_COUNT_LOCAL),
         quiet_calls=NON_ESCAPING_CALLS,
-        runner_names=frozenset({"runner", "model_runner"}),
-        runner_request="max_num_reqs",
-        config_roots=frozenset({"vllm_config", "get_current_vllm_config()"}),
-        config_request="scheduler_config.max_num_seqs",
-        source_config="compilation_config",
-        class_requests=(
-            ("max_num_reqs", "self.max_num_reqs"),
-            ("max_num_seqs", "self.max_num_seqs"),
-            ("scheduler_config", "self.scheduler_config.max_num_seqs"),
-            ("vllm_config", "self.vllm_config.scheduler_config.max_num_seqs"),
-            ("model_runner", "self.model_runner.max_num_reqs"),
+        fix_bound=RequestBound(
+            runner_names=frozenset({"runner", "model_runner"}),
+            runner_request="max_num_reqs",
+            config_roots=frozenset({"vllm_config", "get_current_vllm_config()"}),
+            config_request="scheduler_config.max_num_seqs",
+            source_config="compilation_config",
+            class_requests=(
+                ("max_num_reqs", "self.max_num_reqs"),
+                ("max_num_seqs", "self.max_num_seqs"),
+                ("scheduler_config", "self.scheduler_config.max_num_seqs"),
+                ("vllm_config", "self.vllm_config.scheduler_config.max_num_seqs"),
+                ("model_runner", "self.model_runner.max_num_reqs"),
+            ),
+            runner_classes=re.compile(r"ModelRunner"),
         ),
-        runner_classes=re.compile(r"ModelRunner"),
         source_label=SOURCE_LABEL,
         widened_label=WIDENED_LABEL,
         bound_label=BOUND_LABEL,

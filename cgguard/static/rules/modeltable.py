@@ -121,38 +121,38 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "logging, the bounds): the helper's return stays a block count",
         "mirror_logged_and_asserted",
     ),
-    "runner_names": (
+    "fix_bound.runner_names": (
         "the fix's request count",
         "receivers that are a model runner: the fix bounds by `<receiver>.<runner request>`",
         "runner_receiver, performs_contextmanager",
     ),
-    "runner_request": (
+    "fix_bound.runner_request": (
         "the fix's request count",
         "the request count of a model runner",
         "runner_receiver, request_count_from_class",
     ),
-    "config_roots": (
+    "fix_bound.config_roots": (
         "the fix's request count",
         "receivers that are vLLM's config: the fix bounds by `<receiver>.<config request>`",
         "vllm_config_chains",
     ),
-    "config_request": (
+    "fix_bound.config_request": (
         "the fix's request count",
         "the request count read from vLLM's config",
         "vllm_config_chains, imports_project_helper",
     ),
-    "source_config": (
+    "fix_bound.source_config": (
         "the fix's request count",
         "the config object the sources are read from, dropped from a receiver to reach its config",
         "vllm_config_chains",
     ),
-    "class_requests": (
+    "fix_bound.class_requests": (
         "the fix's request count",
         "attributes of a class, in this order, that give it a request count, and the count "
         "the fix writes",
         "class_own_request_count, request_count_from_class, class_facts_*",
     ),
-    "runner_classes": (
+    "fix_bound.runner_classes": (
         "the fix's request count",
         "class names (searched) that are a model runner, the class itself or a base resolved "
         "through imports and aliases",
@@ -261,18 +261,29 @@ def undocumented(fields: Iterable[str]) -> list[str]:
     return [f for f in fields if f not in FIELD_DOCS]
 
 
+def rows(value: object, prefix: str = "") -> Iterable[tuple[str, object]]:
+    """(field, value) of each field of a model, a field holding a dataclass (the fix's bound,
+    the rule's own) given field by field as ``<field>.<its field>``."""
+    for field in dataclasses.fields(value):  # type: ignore[arg-type]  # a dataclass instance
+        held = getattr(value, field.name)
+        if dataclasses.is_dataclass(held) and not isinstance(held, type | ParamSink):
+            yield from rows(held, f"{prefix}{field.name}.")
+        else:
+            yield f"{prefix}{field.name}", held
+
+
 def render() -> str:
     """The model table of the rule pages, from :data:`~cgguard.static.rules.model.MODEL`."""
     from cgguard.static.rules.model import MODEL
 
-    names = [f.name for f in dataclasses.fields(MODEL)]
-    missing = undocumented(names)
+    found = list(rows(MODEL))
+    missing = undocumented(name for name, _ in found)
     if missing:
         raise ValueError(f"model fields without a row in FIELD_DOCS: {', '.join(missing)}")
     lines = ["| part | model field | value | what | cases |", "|---|---|---|---|---|"]
-    for name in names:
+    for name, held in found:
         part, what, cases = FIELD_DOCS[name]
-        value = _value(getattr(MODEL, name))
+        value = _value(held)
         lines.append(f"| {part} | `{name}` | {_cell(value)} | {_cell(what)} | {_cases(cases)} |")
     what, cases = NOT_FOLLOWED
     lines.append(f"| not followed | | | {_cell(what)} | {_cases(cases)} |")
