@@ -100,6 +100,33 @@ def test_the_sink_callees_are_found_through_a_helper_that_names_no_sink(tmp_path
         assert not reach.may_complete(path.read_bytes(), str(path), f"fork.{name}")
 
 
+# Bindings at module level that name the sink word or a sink callee: an alias and a
+# ``partial`` can be called (callees), a string holding code cannot (a test's fixture).
+FIXTURES = (
+    "from functools import partial\n\n"
+    "from fork.helpers import set_profiling_blocks\n\n"
+    "OLD = 'cache_config.num_gpu_blocks_override = n'\n"
+    "NEW = f'cache_config.num_gpu_blocks_override = {min}(r, n)'\n"
+    "reserve_blocks = set_profiling_blocks\n"
+    "reserve_one = partial(set_profiling_blocks, num_blocks=1)\n"
+)
+# Names a fixture only: no flow from a source can complete through it.
+USES_FIXTURE = "from fork.fixtures import OLD, NEW\n\nprint(OLD, NEW)\n"
+
+
+def test_a_string_naming_a_sink_word_is_no_sink_callee(tmp_path):
+    pkg = _fork(tmp_path)
+    (pkg / "fixtures.py").write_text(FIXTURES)
+    (pkg / "uses_fixture.py").write_text(USES_FIXTURE)
+    reach = (
+        RunContext()
+        .program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+        .sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
+    )
+    assert reach.callees() == {"set_profiling_blocks", "reserve", "reserve_blocks", "reserve_one"}
+    assert "uses_fixture.py" not in {Path(p).name for p in reach.reaching()}
+
+
 def test_a_fork_checkout_parses_the_sources_another_module_can_complete(monkeypatch, tmp_path):
     _fork(tmp_path)
     parsed, findings = _parsed_names(monkeypatch, tmp_path)
