@@ -27,7 +27,7 @@ RULES = Path(rules_pkg.__file__).parent
 STAGES: list[tuple[str, set[str]]] = [
     (
         "infrastructure",
-        {"prefilter", "parallel", "prefetch", "projectroot", "context"},
+        {"prefilter", "parallel", "projectroot", "context"},
     ),
     ("parse", {"parse"}),
     ("report", {"report"}),

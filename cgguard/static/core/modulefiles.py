@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Callable, Iterator, Mapping
-
-# Folders of a project that hold no code of its own.
-_SKIP = frozenset({"__pycache__", "node_modules", "venv", "build", "dist", "site-packages"})
+from collections.abc import Iterator
 
 
 class ModuleFiles:
@@ -103,63 +99,6 @@ class ModuleFiles:
                 if all(p.isidentifier() for p in parts):
                     return ".".join(parts)
         return None
-
-
-def project_files(root: str) -> list[str]:
-    """The Python files of the project at ``root`` (absolute paths, in a stable order),
-    hidden folders and those holding no code of its own left out."""
-    files: list[str] = []
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
-        files += [
-            os.path.abspath(os.path.join(folder, n)) for n in sorted(names) if n.endswith(".py")
-        ]
-    return files
-
-
-def naming_a_sink(
-    files: list[str],
-    names_a_sink: Callable[[bytes], bool],
-    known: Mapping[str, bool],
-    read: Callable[[str], bytes | None],
-) -> list[str]:
-    """Those of ``files`` whose bytes name a sink word (``names_a_sink``), read with
-    ``read`` only where ``known`` (a path's answer found already) does not say."""
-    out: list[str] = []
-    for path in files:
-        named = known.get(path)
-        if named is None:
-            data = read(path)
-            named = data is not None and names_a_sink(data)
-        if named:
-            out.append(path)
-    return out
-
-
-def read_bytes(path: str) -> bytes | None:
-    """The bytes of a regular file (None for anything else, or where it cannot be read).
-    Read with the system's calls, not a file object: a fork's checkout has every file of
-    its project read once more (the modules naming a sink word), and a file object costs
-    about as much again as the read. A FIFO named ``*.py`` is not read (it would block)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        size = os.fstat(fd)
-        if not stat.S_ISREG(size.st_mode):
-            return None
-        chunks = []
-        while True:
-            want = max(size.st_size + 1, 1 << 16)
-            chunk = os.read(fd, want)
-            chunks.append(chunk)
-            if len(chunk) < want:
-                return b"".join(chunks)  # a short read of a regular file is its end
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _imports_of(tops: list[str]) -> tuple[re.Pattern[bytes], ...]:

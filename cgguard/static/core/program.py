@@ -145,28 +145,15 @@ class Program:
         sink_words: tuple[str, ...],
         names_a_sink: Callable[[bytes], bool],
         known: Mapping[str, bool] | None = None,
-        sink_modules: list[str] | None = None,
     ) -> SinkReach:
         """The project's sink callees and the modules naming them (:mod:`.sinkreach`), for
         the model's sink words (``names_a_sink``: does a text name one; ``known``: what
-        the caller found of its files' texts already, by path; ``sink_modules``: the
-        project's modules naming one, where the caller found them all already)."""
+        the caller found of its files' texts already, by path)."""
         if self._sink_reach is None:
             self._sink_reach = SinkReach(
-                self.index,
-                self.summaries,
-                self.fixpoint,
-                sink_words,
-                names_a_sink,
-                known,
-                sink_modules,
+                self.index, self.summaries, self.fixpoint, sink_words, names_a_sink, known
             )
         return self._sink_reach
-
-    @property
-    def sink_callees_known(self) -> bool:
-        """Whether :meth:`sink_reach` has worked out the sink callees already."""
-        return self._derived_sink_callees() is not None
 
     def _derived_sink_callees(self) -> frozenset[str] | None:
         """The sink callees, where :meth:`sink_reach` has worked them out already."""

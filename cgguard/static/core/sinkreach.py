@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator, Mapping
 
 from cgguard.static.core import ir
 from cgguard.static.core.fixpoint import Fixpoint
-from cgguard.static.core.modulefiles import naming_a_sink
 from cgguard.static.core.project import ModuleInfo, ProjectIndex
 from cgguard.static.core.summaries import Summaries
 from cgguard.static.core.walks import all_functions, block_stmts
@@ -55,7 +54,6 @@ class SinkReach:
         sink_words: tuple[str, ...],
         names_a_sink: Callable[[bytes], bool],
         known: Mapping[str, bool] | None = None,
-        sink_modules: list[str] | None = None,
     ) -> None:
         self.index, self.summaries, self.fixpoint = index, summaries, fixpoint
         self.sink_words = sink_words
@@ -64,9 +62,7 @@ class SinkReach:
         # already (the byte screen of a run over the project's files): not read again.
         self.known: Mapping[str, bool] = {} if known is None else known
         self._callees: frozenset[str] | None = None
-        # Paths of the modules naming a sink word: given where the caller found them already
-        # (:func:`.modulefiles.naming_a_sink` over :func:`.modulefiles.project_files`).
-        self._sink_modules: list[str] | None = sink_modules
+        self._sink_modules: list[str] | None = None  # paths of the modules naming a sink word
         self._reaching: list[str] = []  # and of those naming a sink word or a sink callee
         self._imports: dict[str, tuple[set[str], dict[str, set[str]]]] = {}  # see _imports_of
         self._defined: dict[str, set[str]] = {}  # a file's path -> the names it defines
@@ -75,9 +71,14 @@ class SinkReach:
         """The project's modules whose text names a sink word (read as bytes, not parsed,
         where :attr:`known` does not say)."""
         if self._sink_modules is None:
-            self._sink_modules = naming_a_sink(
-                self.index.project_files(), self.names_a_sink, self.known, self.index.read_bytes
-            )
+            self._sink_modules = []
+            for path in self.index.project_files():
+                named = self.known.get(path)
+                if named is None:
+                    data = self.index.read_bytes(path)
+                    named = data is not None and self.names_a_sink(data)
+                if named:
+                    self._sink_modules.append(path)
         return self._sink_modules
 
     def callees(self) -> frozenset[str]:

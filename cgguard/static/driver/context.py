@@ -20,7 +20,6 @@ from cgguard.static.rules.configs import CONFIGURATIONS, Configuration, selected
 
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
-    from cgguard.static.driver.prefetch import SinkModules
 
 
 class RunContext:
@@ -54,31 +53,6 @@ class RunContext:
         # sink word of it, as the byte screen found: the project's modules that name one
         # (:meth:`.SinkReach.sink_modules`) are not read again for it.
         self.sink_named: dict[tuple[str, str], dict[str, bool]] = {}
-        # (project root, configuration) -> every module of the project that names a sink
-        # word of it, where a helper read them while the run started (:mod:`.prefetch`).
-        self.sink_modules: dict[tuple[str, str], list[str]] = {}
-        self._sink_helper: SinkModules | None = None
-
-    def read_sink_modules(self, paths: Sequence[str]) -> None:
-        """Start reading, on the idle core, the modules naming a sink word of the projects
-        the folders among ``paths`` lie in (:mod:`.prefetch`); :meth:`take_sink_modules`
-        takes the answer once discovery is done."""
-        from cgguard.static.driver import prefetch
-
-        jobs: list[prefetch.Job] = []
-        for folder in prefetch.folders_named(paths):
-            # Only a project checked whole (a fork's checkout): a folder below its root may
-            # need none of them, and the project may be far bigger than the folder.
-            if self.roots.of(folder) == folder:
-                jobs += [(folder, c.name, c.mentions_sink_word) for c in self.importing]
-        self._sink_helper = prefetch.SinkModules.start(list(dict.fromkeys(jobs)))
-
-    def take_sink_modules(self) -> None:
-        """The helper's answer (:meth:`read_sink_modules`), where it comes in time
-        (:meth:`.prefetch.SinkModules.answer`); the helper is ended either way."""
-        if self._sink_helper is not None:
-            self.sink_modules.update(self._sink_helper.answer())
-            self._sink_helper = None
 
     def program(self, root: str | None, configuration: Configuration | None = None) -> Program:
         """The program of ``configuration`` (the run's first where None) for a project root."""
@@ -180,8 +154,14 @@ class RunContext:
         dotted = files.dotted_of(os.path.abspath(path))
         if dotted is None and not files.may_import(raw, path):
             return False  # no module imports it, and it calls none of the project's
-        programs = [(self.program(root, c), c) for c in chosen if c.follows_imports]
-        if not all(program.sink_callees_known for program, _ in programs):
+        reaches = [
+            self.program(root, c).sink_reach(
+                c.sink_words, c.mentions_sink_word, self.sink_named.setdefault((root, c.name), {})
+            )
+            for c in chosen
+            if c.follows_imports
+        ]
+        if not all(reach.derived for reach in reaches):
             # What the project's modules say (the modules naming a sink word, what they
             # import, the sink callees) is worked out once, by the forked child, which
             # decides this file: the parent takes the biggest file and libcst's work,
@@ -192,15 +172,6 @@ class RunContext:
             # modules name a sink word: they are not read again for it.
             if screening and parallel.deferring():
                 raise parallel.Deferred
-        reaches = [
-            program.sink_reach(
-                c.sink_words,
-                c.mentions_sink_word,
-                self.sink_named.setdefault((root, c.name), {}),
-                self.sink_modules.get((root, c.name)),
-            )
-            for program, c in programs
-        ]
         return any(reach.may_complete(raw, path, dotted) for reach in reaches)
 
     def takes_a_count(

@@ -202,14 +202,8 @@ def map_files(
 
 
 def _share(items_left: int) -> bool:
-    return items_left >= 2 and may_share()
-
-
-def may_share() -> bool:
-    """Could a second process share the work now: ``os.fork`` exists, ``CGGUARD_JOBS`` is
-    not ``1``, and two CPUs are usable, one of them idle (``CGGUARD_JOBS=2``: always)?"""
     jobs = os.environ.get("CGGUARD_JOBS")
-    if jobs == "1" or not hasattr(os, "fork"):
+    if jobs == "1" or items_left < 2 or not hasattr(os, "fork"):
         return False
     if jobs == "2":
         return True

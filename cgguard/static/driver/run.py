@@ -425,15 +425,7 @@ def check_paths(
     def plain(item: tuple[str, FileError | None]) -> FileResult:
         return FileResult(item[0])  # checked, nothing found: most files
 
-    paths = list(paths)
-    # A fork's checkout: its modules naming a sink word are read on the idle core meanwhile.
-    context.read_sink_modules(paths)
-    try:
-        files = list(iter_python_files(paths, settings, sizes))
-    finally:
-        # Taken before the screen: both of its processes inherit the answer, and the
-        # helper ends before the screen asks whether a core is idle for a second process.
-        context.take_sink_modules()
+    files = list(iter_python_files(paths, settings, sizes))
     return RunResult(files=parallel.map_files(screen, work, files, before_fork, size, plain))
 
 
