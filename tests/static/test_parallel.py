@@ -156,38 +156,78 @@ def test_work_the_child_leaves_to_the_parent_is_done_there_in_order(monkeypatch)
     assert not parallel.in_child()
 
 
-def test_work_the_parent_leaves_to_the_child_is_done_there_in_order(monkeypatch):
-    """ChildOnly (what the parent raises for a file that needs what the child works out)
-    hands the item to the child while it takes work; an item the child hands back
-    (ParentOnly) is done whole by the parent, never handed over again; the results keep
-    their order."""
+def _needs_facts(x, parent, published_after):
+    """Work whose items divisible by 5 need the facts the parent publishes once it has done
+    the item ``published_after`` (as a run's parent publishes a project's sink callees)."""
+    if x == published_after and os.getpid() == parent:
+        parallel.publish("facts", {"squares": True})
+    if x % 5 == 0 and parallel.in_child() and parallel.published("facts") is None:
+        raise parallel.Awaited
+    return x, os.getpid(), parallel.shares_as_parent()
+
+
+def test_work_that_awaits_the_parents_facts_is_done_in_the_child_once_they_come(monkeypatch):
+    """Awaited (what the child raises for a file that needs facts the parent has not sent
+    yet) puts the item aside; the parent's facts (publish) reach the child, which does the
+    items itself; the results keep their order, and only the parent works facts out."""
     monkeypatch.setenv("CGGUARD_JOBS", "2")
     parent = os.getpid()
 
     def work(x, payload):
         time.sleep(0.0005)
-        if x % 5 == 0 and parallel.child_takes():
-            raise parallel.ChildOnly
-        if x % 15 == 0 and parallel.in_child():
-            raise parallel.ParentOnly
-        return x, os.getpid(), parallel.child_takes()
+        return _needs_facts(x, parent, 0)
 
     results = parallel.map_files(_all_later, work, list(range(1000)))
     assert [x for x, _, _ in results] == list(range(1000))
-    assert all(pid != parent for x, pid, _ in results if x % 5 == 0 and x % 15 != 0)
-    assert all(pid == parent and not takes for x, pid, takes in results if x % 15 == 0)
-    assert not parallel.child_takes() and not parallel.in_child()
+    in_child = [x for x, pid, _ in results if pid != parent]
+    assert any(x % 5 == 0 for x in in_child)  # the child had the facts for those
+    assert all(sharing == (pid == parent) for _, pid, sharing in results)
+    assert not parallel.shares_as_parent() and not parallel.in_child()
+
+
+def test_work_awaiting_facts_that_never_come_is_done_by_the_parent(monkeypatch):
+    """Facts the parent never publishes: the child hands those items back once its other
+    work is done and the parent's claims have ended; the parent does them."""
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+    parent = os.getpid()
+
+    def work(x, payload):
+        time.sleep(0.0005)
+        return _needs_facts(x, parent, -1)
+
+    results = parallel.map_files(_all_later, work, list(range(1000)))
+    assert [x for x, _, _ in results] == list(range(1000))
+    assert all(pid == parent for x, pid, _ in results if x % 5 == 0)
+    assert len({pid for _, pid, _ in results}) == 2
+
+
+def test_facts_that_would_fill_the_pipe_are_not_sent(monkeypatch):
+    """A parent never blocks on facts the child does not read yet: what would not fit the
+    pipe is not sent, and the child hands back the items that needed it."""
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+    parent = os.getpid()
+
+    def work(x, payload):
+        time.sleep(0.0005)
+        if x == 0 and os.getpid() == parent:
+            parallel.publish("facts", "x" * 70_000)
+        if x % 5 == 0 and parallel.in_child() and parallel.published("facts") is None:
+            raise parallel.Awaited
+        return x, os.getpid()
+
+    results = parallel.map_files(_all_later, work, list(range(1000)))
+    assert [x for x, _ in results] == list(range(1000))
+    assert all(pid == parent for x, pid in results if x % 5 == 0)
 
 
 def test_work_left_to_a_child_that_died_is_done_in_the_parent(monkeypatch):
     monkeypatch.setenv("CGGUARD_JOBS", "2")
+    parent = os.getpid()
 
     def work(x, payload):
         if parallel.in_child() and x > 500:
-            os._exit(3)  # the child dies with work it was given
-        if x % 5 == 0 and parallel.child_takes():
-            raise parallel.ChildOnly
-        return x
+            os._exit(3)  # the child dies with work it put aside
+        return _needs_facts(x, parent, 600)[0]
 
     assert parallel.map_files(_all_later, work, list(range(1000))) == list(range(1000))
 

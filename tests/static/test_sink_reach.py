@@ -193,31 +193,58 @@ def test_which_imports_can_call_into_a_module(tmp_path, importer, reaches):
     assert reach.may_complete(path.read_bytes(), str(path), "fork.limits") is reaches
 
 
-def test_the_parent_leaves_a_file_that_needs_the_sink_callees_to_the_child(tmp_path, monkeypatch):
+def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path, monkeypatch):
     """In a run shared with a forked child, what the project's modules say is worked out
-    once, by the child: the parent, which takes the biggest file and libcst's work, hands
-    such a file over (ChildOnly) while the child takes work, and works it out itself
-    where the child cannot take it."""
+    once, by the parent, which sends it to the child (``parallel.publish``). The child puts
+    a file that needs it aside (Awaited) until it has come, then decides the file from
+    what came, reading none of the project's files for it. A walk in the parent asks for
+    the sink callees and works them out, instead of walking a module whole."""
     from cgguard.static.driver import parallel
 
     pkg = _fork(tmp_path)
-    caller = pkg / "caller.py"
-    monkeypatch.setattr(parallel, "_CHILD_TAKES", True)
-    context = RunContext()
-    with pytest.raises(parallel.ChildOnly):
-        context.may_reach_a_sink(caller.read_bytes(), str(caller))
-    # A file that names a sink word is decided from its own text, in the parent too.
-    helpers = pkg / "helpers.py"
-    assert context.may_reach_a_sink(helpers.read_bytes(), str(helpers))
-    monkeypatch.setattr(parallel, "_CHILD_TAKES", False)  # the child gone: the parent decides
-    assert context.may_reach_a_sink(caller.read_bytes(), str(caller))
-    monkeypatch.setattr(parallel, "_CHILD_TAKES", True)  # worked out: nothing to hand over
-    warmup = pkg / "warmup.py"
-    assert not context.may_reach_a_sink(warmup.read_bytes(), str(warmup))
-    # The child works them out itself.
-    monkeypatch.setattr(parallel, "_CHILD_TAKES", False)
+    caller, helpers, warmup = pkg / "caller.py", pkg / "helpers.py", pkg / "warmup.py"
+    sent: dict = {}
+    monkeypatch.setattr(parallel, "publish", lambda key, facts: sent.__setitem__(key, facts))
     monkeypatch.setattr(parallel, "_IN_CHILD", True)
-    assert RunContext().may_reach_a_sink(caller.read_bytes(), str(caller))
+    monkeypatch.setattr(parallel, "_FACTS_IN", {})
+    monkeypatch.setattr(parallel, "_FACTS_READ", [])
+    child = RunContext()
+    with pytest.raises(parallel.Awaited):
+        child.may_reach_a_sink(caller.read_bytes(), str(caller))
+    # A file that names a sink word is decided from its own text, in the child too.
+    assert child.may_reach_a_sink(helpers.read_bytes(), str(helpers))
+    assert sent == {}  # the child works nothing out
+
+    monkeypatch.setattr(parallel, "_IN_CHILD", False)
+    monkeypatch.setattr(parallel, "_SHARING", True)
+    parent = RunContext()
+    program = parent.program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+    assert program._derived_sink_callees() == {"set_profiling_blocks", "reserve"}
+    key = (str(tmp_path), CAPTURE_SIZE_BLOCKS.name)
+    assert list(sent) == [key]
+    callees, sink_modules, reaching = sent[key]
+    assert callees == {"set_profiling_blocks", "reserve"}
+    assert [os.path.basename(p) for p in sink_modules] == ["helpers.py"]
+    assert parent.may_reach_a_sink(caller.read_bytes(), str(caller))
+    assert not parent.may_reach_a_sink(warmup.read_bytes(), str(warmup))
+
+    monkeypatch.setattr(parallel, "_SHARING", False)
+    monkeypatch.setattr(parallel, "_IN_CHILD", True)
+    monkeypatch.setattr(parallel, "_FACTS_IN", dict(sent))
+    read: list[str] = []
+    real_read = child.program(str(tmp_path), CAPTURE_SIZE_BLOCKS).index.read_bytes
+    monkeypatch.setattr(
+        child.program(str(tmp_path), CAPTURE_SIZE_BLOCKS).index,
+        "read_bytes",
+        lambda path: read.append(path) or real_read(path),
+    )
+    assert child.may_reach_a_sink(caller.read_bytes(), str(caller))
+    assert not child.may_reach_a_sink(warmup.read_bytes(), str(warmup))
+    assert read == []  # the modules naming a sink word came with the facts
+    # Outside a shared run, nothing is worked out for a walk that asks.
+    monkeypatch.setattr(parallel, "_IN_CHILD", False)
+    alone = RunContext().program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+    assert alone._derived_sink_callees() is None
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])

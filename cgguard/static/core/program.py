@@ -54,8 +54,12 @@ class Program:
         read: Callable[[str], str | None] | None = None,
         lower: Callable[[str, str], ir.Module] | None = None,
         paths: ModuleFiles | None = None,
+        derive_when_asked: Callable[[], bool] = lambda: False,
     ):
         self.model = model
+        # Whether a walk that needs the sink callees works them out now (where
+        # :meth:`sink_reach` was asked for), rather than walking the module whole.
+        self.derive_when_asked = derive_when_asked
         self.index = ProjectIndex(model, root, read, lower, paths)
         self.classes = Classes(model, self.index)
         self.calls = Calls(self.index, self.classes)
@@ -145,20 +149,30 @@ class Program:
         sink_words: tuple[str, ...],
         names_a_sink: Callable[[bytes], bool],
         known: Mapping[str, bool] | None = None,
+        on_derived: Callable[[SinkReach], None] | None = None,
     ) -> SinkReach:
         """The project's sink callees and the modules naming them (:mod:`.sinkreach`), for
         the model's sink words (``names_a_sink``: does a text name one; ``known``: what
-        the caller found of its files' texts already, by path)."""
+        the caller found of its files' texts already, by path; ``on_derived``: told once
+        they are worked out)."""
         if self._sink_reach is None:
             self._sink_reach = SinkReach(
-                self.index, self.summaries, self.fixpoint, sink_words, names_a_sink, known
+                self.index,
+                self.summaries,
+                self.fixpoint,
+                sink_words,
+                names_a_sink,
+                known,
+                on_derived,
             )
         return self._sink_reach
 
     def _derived_sink_callees(self) -> frozenset[str] | None:
         """The sink callees, where :meth:`sink_reach` has worked them out already."""
         reach = self._sink_reach
-        return reach.callees() if reach is not None and reach.derived else None
+        if reach is None or not (reach.derived or self.derive_when_asked()):
+            return None
+        return reach.callees()
 
     def lines_at(self, path: str) -> list[str]:
         """The physical lines of a module the run has read."""

@@ -54,8 +54,10 @@ class SinkReach:
         sink_words: tuple[str, ...],
         names_a_sink: Callable[[bytes], bool],
         known: Mapping[str, bool] | None = None,
+        on_derived: Callable[[SinkReach], None] | None = None,
     ) -> None:
         self.index, self.summaries, self.fixpoint = index, summaries, fixpoint
+        self.on_derived = on_derived  # told once the sink callees are worked out
         self.sink_words = sink_words
         self.names_a_sink = names_a_sink
         # A file's path -> whether its text names a sink word, where the caller read it
@@ -86,7 +88,17 @@ class SinkReach:
         (a method's class's name too, where the method is its constructor)."""
         if self._callees is None:
             self._callees = frozenset(self.fixpoint.settle(self._derive))
+            if self.on_derived is not None:
+                self.on_derived(self)
         return self._callees
+
+    def facts(self) -> tuple[frozenset[str], list[str], list[str]]:
+        """What :meth:`callees` worked out, for another process's :meth:`adopt`."""
+        return self.callees(), self.sink_modules(), self._reaching
+
+    def adopt(self, facts: tuple[frozenset[str], list[str], list[str]]) -> None:
+        """Take what another process worked out for the same project (:meth:`facts`)."""
+        self._callees, self._sink_modules, self._reaching = facts
 
     def reaching(self) -> list[str]:
         """The modules whose text names a sink word or a sink callee."""

@@ -20,6 +20,7 @@ from cgguard.static.rules.configs import CONFIGURATIONS, Configuration, selected
 
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
+    from cgguard.static.core.sinkreach import SinkReach
 
 
 class RunContext:
@@ -62,9 +63,15 @@ class RunContext:
             from cgguard.static.core.program import Program
 
             found = Program(
-                configuration.model(), root, lower=self._lower, paths=self.module_files(root)
+                configuration.model(),
+                root,
+                lower=self._lower,
+                paths=self.module_files(root),
+                derive_when_asked=lambda: self._derives_here(root, configuration),
             )
             self.programs[root, configuration.name] = found
+            if root is not None and configuration.follows_imports:
+                self.sink_reach(root, configuration)
         return found
 
     def _lower(self, text: str, path: str):
@@ -154,25 +161,49 @@ class RunContext:
         dotted = files.dotted_of(os.path.abspath(path))
         if dotted is None and not files.may_import(raw, path):
             return False  # no module imports it, and it calls none of the project's
-        reaches = [
-            self.program(root, c).sink_reach(
-                c.sink_words, c.mentions_sink_word, self.sink_named.setdefault((root, c.name), {})
-            )
-            for c in chosen
-            if c.follows_imports
-        ]
+        reaches = [self.sink_reach(root, c) for c in chosen if c.follows_imports]
         if not all(reach.derived for reach in reaches):
             # What the project's modules say (the modules naming a sink word, what they
-            # import, the sink callees) is worked out once, by the forked child, which
-            # decides this file: the parent takes the biggest file and libcst's work,
-            # and worked out here it would be the last work of the run, the child idle.
-            if parallel.child_takes():
-                raise parallel.ChildOnly
+            # import, the sink callees) is worked out once, by the parent of a shared run,
+            # which sends it to the forked child. The parent's walks need it too: without
+            # it they walk a module that imports from its project whole (the runner).
+            if parallel.in_child():
+                for c in chosen:
+                    if c.follows_imports and not self._derives_here(root, c):
+                        raise parallel.Awaited
             # Worked out after the screen of the process's other files, which tells which
             # modules name a sink word: they are not read again for it.
             if screening and parallel.deferring():
                 raise parallel.Deferred
         return any(reach.may_complete(raw, path, dotted) for reach in reaches)
+
+    def sink_reach(self, root: str, configuration: Configuration) -> SinkReach:
+        """What the project's modules say for ``configuration`` (:mod:`.sinkreach`)."""
+        key = (root, configuration.name)
+        return self.program(root, configuration).sink_reach(
+            configuration.sink_words,
+            configuration.mentions_sink_word,
+            self.sink_named.setdefault(key, {}),
+            lambda reach: parallel.publish(key, reach.facts()),
+        )
+
+    def _derives_here(self, root: str | None, configuration: Configuration) -> bool:
+        """May this process have the sink callees of the project at ``root`` now, without
+        walking a module whole? Yes in a process that works them out (the parent of a
+        shared run), and in the forked child once the parent has sent them (taken here)."""
+        if root is None or not configuration.follows_imports:
+            return False
+        if parallel.shares_as_parent():
+            return True
+        if not parallel.in_child():
+            return False
+        reach = self.sink_reach(root, configuration)
+        if not reach.derived:
+            facts = parallel.published((root, configuration.name))
+            if facts is None:
+                return False
+            reach.adopt(facts)  # type: ignore[arg-type]  # what the parent's facts() sent
+        return True
 
     def takes_a_count(
         self,

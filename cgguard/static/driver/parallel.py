@@ -27,11 +27,12 @@ The two processes claim work from a shared pipe of batch numbers (a pipe read of
 one 4-byte record is atomic), so the few expensive files do not pile up on one
 side. The child leaves all libcst work to the parent (:class:`ParentOnly`):
 libcst is imported once per run, where the first scope needs parsing, never up
-front. The parent leaves to the child, while the child takes work, what the
-child does better (:class:`ChildOnly`): work that needs what the child has
-worked out already, or that the parent would otherwise do at the end while the
-child waits. A child that fails in any way is not trusted: whatever it did not
-send back is redone in the parent, so the result never depends on it.
+front. What the run works out once for many files (a project's facts) the parent
+works out, and sends to the child (:func:`publish`, a third pipe): the child,
+needing facts not sent yet, does that item after its other work (:class:`Awaited`),
+when they have come, or hands it back at the end. A child that fails in any way
+is not trusted: whatever it did not send back is redone in the parent, so the
+result never depends on it.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ MIN_SHARED_SCREEN = 8 * 1024 * 1024
 BATCH = 8  # files not yet screened are claimed at most this many at a time,
 BATCH_BYTES = 32 * 1024  # and no more bytes than this (a bigger file is a claim of its own)
 _IN_CHILD = False
-_CHILD_TAKES = False  # in the parent, while the child takes the work it leaves (ChildOnly)
+_SHARING = False  # in the parent, while the child takes work
 _DEFERRING = False  # while a process's items may be put after its others (Deferred)
 _RECORD = 4  # bytes per item number in the pipe
 _PIPE_ROOM = 60_000  # stay under the pipe's 64 KiB so the pre-fill never blocks
@@ -87,10 +88,10 @@ class ParentOnly(BaseException):
     between turns it into a file error). The parent redoes that item itself."""
 
 
-class ChildOnly(BaseException):
-    """Raised, in the parent, by work it leaves to the child (:func:`child_takes`): the
-    child does that item. The parent does it itself where the child cannot (after the
-    child's end, or an item the child handed back)."""
+class Awaited(BaseException):
+    """Raised, in the child, by work that needs facts the parent has not sent yet
+    (:func:`published`): the child does the item after its other work, waiting then for
+    the facts, and hands it back to the parent where they never come."""
 
 
 class Deferred(BaseException):
@@ -125,9 +126,83 @@ def no_deferral() -> Iterator[None]:
         _DEFERRING = was
 
 
-def child_takes() -> bool:
-    """True in the parent while a forked child takes the work it leaves (ChildOnly)."""
-    return _CHILD_TAKES
+def shares_as_parent() -> bool:
+    """True in the parent while a forked child takes work: facts the run works out once
+    for many files are worked out here, and sent to the child (:func:`publish`)."""
+    return _SHARING
+
+
+# The parent's end of the pipe that takes facts to the child, and the bytes sent so far.
+_FACTS_OUT: list[int] = []
+_FACTS_SENT = [0]
+# In the child: the facts received, by key, and the reader of the pipe that brings them.
+_FACTS_IN: dict[object, object] = {}
+_FACTS_READ: list[Callable[[bool], bool]] = []
+_FACTS_WAIT = [False]  # whether the child waits for facts not sent yet (its last work)
+
+
+def publish(key: object, facts: object) -> None:
+    """Send ``facts`` (picklable) to the child, where this process is the parent of a
+    shared run; else nothing. Never more than the pipe holds: the child may not read it
+    until its other work is done, and a parent blocked on a full pipe would wait for it.
+    Facts that do not fit are not sent: the child hands back the work that needs them."""
+    if not _FACTS_OUT:
+        return
+    import pickle
+
+    message = pickle.dumps((key, facts), protocol=pickle.HIGHEST_PROTOCOL)
+    message = len(message).to_bytes(_RECORD, "little") + message
+    if _FACTS_SENT[0] + len(message) > _PIPE_ROOM:
+        return
+    try:
+        os.write(_FACTS_OUT[0], message)
+    except OSError:  # the child is gone: its work is redone here
+        return
+    _FACTS_SENT[0] += len(message)
+
+
+def published(key: object) -> object | None:
+    """In the child, the facts the parent sent under ``key``, where they have come; while
+    the child does the work it put aside (:class:`Awaited`), it waits for them until the
+    parent's claims end. None: not (yet) sent."""
+    while key not in _FACTS_IN and _FACTS_READ:
+        if not _FACTS_READ[0](_FACTS_WAIT[0]) or not _FACTS_WAIT[0]:
+            break
+    return _FACTS_IN.get(key)
+
+
+def _facts_from(fd: int) -> Callable[[bool], bool]:
+    """A reader of the facts a pipe brings, into :data:`_FACTS_IN`: each call takes what
+    is there (``block``: waits for one more message or the pipe's end); False once the
+    pipe has ended."""
+    import pickle
+
+    pending = bytearray()
+    ended = [False]
+
+    def take(block: bool) -> bool:
+        got = False
+        while not ended[0]:
+            os.set_blocking(fd, block and not got)
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                ended[0] = True
+                break
+            pending.extend(chunk)
+            while len(pending) >= _RECORD:
+                size = int.from_bytes(pending[:_RECORD], "little")
+                if len(pending) < _RECORD + size:
+                    break
+                key, facts = pickle.loads(bytes(pending[_RECORD : _RECORD + size]))
+                _FACTS_IN[key] = facts
+                del pending[: _RECORD + size]
+                got = True
+        return not ended[0]
+
+    return take
 
 
 def in_child() -> bool:
@@ -343,38 +418,21 @@ def _shared(
     # their own pipe, so the parent does them while the child still works.
     left_r, left_w = os.pipe()
     take_left = _numbers_from(left_r)
-    # Units the parent leaves to the child (ChildOnly) go the other way, through a third.
-    given_r, given_w = os.pipe()
-    take_given = _numbers_from(given_r)
+    # Facts the parent works out for many files go the other way, through a third.
+    facts_r, facts_w = os.pipe()
+    awaited: list[int] = []  # in the child: units put aside for facts not sent yet
+    facts_seen = [0]  # how many facts the child had when it last tried them
 
     def run_in_child(u: int, done: dict[int, R]) -> None:
         try:
             done[u] = run(u)
+        except Awaited:
+            if not _FACTS_WAIT[0]:
+                awaited.append(u)
+                return
+            os.write(left_w, u.to_bytes(_RECORD, "little"))  # they never came
         except ParentOnly:
             os.write(left_w, u.to_bytes(_RECORD, "little"))  # the parent does it
-
-    handed = [0]
-
-    def give(u: int) -> bool:
-        # Never more than the pipe holds: a parent blocked on a full pipe while the child
-        # waits on the parent would never end. A child gone (a broken pipe): not given.
-        if handed[0] >= _PIPE_ROOM // _RECORD // 2:
-            return False
-        try:
-            os.write(given_w, u.to_bytes(_RECORD, "little"))
-        except OSError:
-            return False
-        handed[0] += 1
-        return True
-
-    def run_handed_back(u: int) -> R:
-        # The child handed it back: the parent does it whole, leaving nothing to the child.
-        global _CHILD_TAKES
-        was, _CHILD_TAKES = _CHILD_TAKES, False
-        try:
-            return run(u)
-        finally:
-            _CHILD_TAKES = was
 
     # The parent takes the first claim (the biggest file) before the child exists. That is
     # where libcst's work most likely is, which only the parent does: taken by the child,
@@ -384,12 +442,17 @@ def _shared(
     def claim(child: bool) -> dict[int, R]:
         done: dict[int, R] = {}
         while True:
-            if child:
-                for u in take_given(False):
-                    run_in_child(u, done)
-            else:
+            if not child:
                 for u in take_left(False):
-                    done[u] = run_handed_back(u)
+                    done[u] = run(u)
+            elif awaited:
+                _FACTS_READ[0](False)
+                if len(_FACTS_IN) > facts_seen[0]:
+                    # New facts came: the units put aside for them are done now, not last.
+                    facts_seen[0] = len(_FACTS_IN)
+                    retried, awaited[:] = list(awaited), []
+                    for u in retried:
+                        run_in_child(u, done)
             record = first_claim.pop() if first_claim and not child else os.read(tokens_r, _RECORD)
             if len(record) < _RECORD:
                 return done
@@ -397,12 +460,8 @@ def _shared(
             for u in range(first, last):
                 if child:
                     run_in_child(u, done)
-                    continue
-                try:
+                else:
                     done[u] = run(u)
-                except ChildOnly:
-                    if not give(u):
-                        done[u] = run_handed_back(u)
 
     def compact(done: dict[int, R]) -> tuple[bytes, dict[int, R]]:
         # What the child sends back: its units whose result is ``plain``'s, as an array of
@@ -429,12 +488,15 @@ def _shared(
         try:
             os.close(results_r)
             os.close(left_r)
-            os.close(given_w)
-            # The child puts nothing aside: what it would wait for, it works out at once,
-            # while the parent still works (put last, it was the run's last work).
+            os.close(facts_w)
+            _FACTS_READ.append(_facts_from(facts_r))
+            # The child puts nothing aside for its own sake: what it would wait for, it
+            # works out at once, while the parent still works (put last, it was the run's
+            # last work). It waits only for the parent's facts.
             with no_deferral():
                 mine = claim(child=True)
-                for u in take_given(True):  # until the parent closes its end
+                _FACTS_WAIT[0] = True
+                for u in awaited:
                     run_in_child(u, mine)
             payload = pickle.dumps(compact(mine), protocol=pickle.HIGHEST_PROTOCOL)
             os.close(left_w)
@@ -443,19 +505,22 @@ def _shared(
             code = 0
         finally:
             os._exit(code)
-    global _CHILD_TAKES, _DEFERRING
+    global _SHARING, _DEFERRING
     os.close(results_w)
     os.close(left_w)
-    os.close(given_r)
-    # The parent puts nothing aside: it leaves such work to the child instead (ChildOnly).
+    os.close(facts_r)
+    # The parent puts nothing aside: what it needs, it works out at once, for the child too.
     was_deferring, _DEFERRING = _DEFERRING, False
     try:
-        _CHILD_TAKES = True
+        _SHARING = True
+        _FACTS_OUT.append(facts_w)
         try:
             done = claim(child=False)
         finally:
-            _CHILD_TAKES = False
-            os.close(given_w)  # the child takes no more: it ends once it has done what it has
+            _SHARING = False
+            _FACTS_OUT.clear()
+            _FACTS_SENT[0] = 0
+            os.close(facts_w)  # the child waits for no more facts
         os.close(tokens_r)
         for u in take_left(True):  # until the child closes its end
             done[u] = run(u)
