@@ -197,8 +197,10 @@ def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path
     """In a run shared with a forked child, what the project's modules say is worked out
     once, by the parent, which sends it to the child (``parallel.publish``). The child puts
     a file that needs it aside (Awaited) until it has come, then decides the file from
-    what came, reading none of the project's files for it. A walk in the parent asks for
-    the sink callees and works them out, instead of walking a module whole."""
+    what came, reading none of the project's files for it; until then it leaves a file
+    naming a sink word to the parent (ParentOnly), which parses it for the callees. A
+    walk in the parent asks for the sink callees and works them out, instead of walking
+    a module whole."""
     from cgguard.static.driver import parallel
 
     pkg = _fork(tmp_path)
@@ -211,8 +213,11 @@ def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path
     child = RunContext()
     with pytest.raises(parallel.Awaited):
         child.may_reach_a_sink(caller.read_bytes(), str(caller))
-    # A file that names a sink word is decided from its own text, in the child too.
+    # A file that names a sink word is decided from its own text, in the child too; the
+    # byte screen leaves it to the parent, which parses it to work the callees out.
     assert child.may_reach_a_sink(helpers.read_bytes(), str(helpers))
+    with pytest.raises(parallel.ParentOnly):
+        child.may_reach_a_sink(helpers.read_bytes(), str(helpers), screening=True)
     assert sent == {}  # the child works nothing out
 
     monkeypatch.setattr(parallel, "_IN_CHILD", False)
@@ -241,6 +246,8 @@ def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path
     assert child.may_reach_a_sink(caller.read_bytes(), str(caller))
     assert not child.may_reach_a_sink(warmup.read_bytes(), str(warmup))
     assert read == []  # the modules naming a sink word came with the facts
+    # Once the facts have come, the child screens and checks such a file itself.
+    assert child.may_reach_a_sink(helpers.read_bytes(), str(helpers), screening=True)
     # Outside a shared run, nothing is worked out for a walk that asks.
     monkeypatch.setattr(parallel, "_IN_CHILD", False)
     alone = RunContext().program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
