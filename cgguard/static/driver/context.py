@@ -190,10 +190,11 @@ class RunContext:
         )
 
     def _parent_reads(self, root: str | None, chosen: Sequence[Configuration]) -> bool:
-        """Does the parent of this shared run parse a file of the project at ``root`` that
-        names a sink word anyway? It does while it works out the sink callees (it reads
-        every module naming one), so the forked child leaves such a file to it rather than
-        parse it a second time (vLLM's ``arg_utils.py``: 25 ms)."""
+        """Should the forked child leave a file of the project at ``root`` that names a
+        sink word to the parent? Yes until the parent's sink callees have come: to work
+        them out, the parent parses every module naming a sink word, so its check of the
+        file reads a form it has, where the child would parse the file a second time
+        (vLLM's ``arg_utils.py``: 25 ms)."""
         return root is not None and any(
             c.follows_imports and not self._derives_here(root, c) for c in chosen
         )
