@@ -149,7 +149,10 @@ class RunContext:
         root = self.roots.of_file(path) if path else None
         if isinstance(data, bytes) and screening:
             if any(self.names_a_sink(data, path, root, c) for c in chosen):
-                if parallel.in_child() and self._parent_reads(root, chosen):
+                # The parent parses every module naming a sink word to work the sink
+                # callees out, so its check reads a form it has: until they have come, the
+                # child leaves such a file to it (vLLM's ``arg_utils.py``: 25 ms).
+                if self._awaits_parent(root, chosen):
                     raise parallel.ParentOnly
                 return True
         elif mentions_sink_word(data, chosen):
@@ -169,10 +172,8 @@ class RunContext:
             # import, the sink callees) is worked out once, by the parent of a shared run,
             # which sends it to the forked child. The parent's walks need it too: without
             # it they walk a module that imports from its project whole (the runner).
-            if parallel.in_child():
-                for c in chosen:
-                    if c.follows_imports and not self._derives_here(root, c):
-                        raise parallel.Awaited
+            if self._awaits_parent(root, chosen):
+                raise parallel.Awaited
             # Worked out after the screen of the process's other files, which tells which
             # modules name a sink word: they are not read again for it.
             if screening and parallel.deferring():
@@ -189,14 +190,14 @@ class RunContext:
             lambda reach: parallel.publish(key, reach.facts()),
         )
 
-    def _parent_reads(self, root: str | None, chosen: Sequence[Configuration]) -> bool:
-        """Should the forked child leave a file of the project at ``root`` that names a
-        sink word to the parent? Yes until the parent's sink callees have come: to work
-        them out, the parent parses every module naming a sink word, so its check of the
-        file reads a form it has, where the child would parse the file a second time
-        (vLLM's ``arg_utils.py``: 25 ms)."""
-        return root is not None and any(
-            c.follows_imports and not self._derives_here(root, c) for c in chosen
+    def _awaits_parent(self, root: str | None, chosen: Sequence[Configuration]) -> bool:
+        """Is this the forked child of a shared run, and have the parent's sink callees
+        of the project at ``root``, for one of ``chosen`` that follows imports, not come
+        yet (:meth:`_derives_here`)?"""
+        return (
+            parallel.in_child()
+            and root is not None
+            and any(c.follows_imports and not self._derives_here(root, c) for c in chosen)
         )
 
     def _derives_here(self, root: str | None, configuration: Configuration) -> bool:
