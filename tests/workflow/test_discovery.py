@@ -254,3 +254,30 @@ def test_sizes_are_filled_from_discoverys_own_stat(tmp_path):
     assert {os.path.basename(p): n for p, n in sizes.items()} == {"a.py": 6, "b.py": 30, "c.py": 0}
     # Without the dict, discovery finds the same files.
     assert [p for p, e in discover([str(tmp_path / "pkg"), str(tmp_path / "c.py")], Settings()) if e is None] == found
+
+
+def test_git_listed_files_lose_excluded_folders_at_any_depth_and_deleted_files(tmp_path):
+    """Inside git, an exclude glob naming a folder drops every file below it, however deep,
+    and a file glob drops the file; a tracked file deleted from disk is not checked and is
+    no error; a tracked symbolic link to a folder is no file. (Discovery decides each folder
+    once for all its files, and takes each file's ``stat`` once.)"""
+    repo = git_init(tmp_path / "repo")
+    write(repo, {
+        "pyproject.toml": '[tool.cgguard]\nextend-exclude = ["gen", "sub/skip", "*_pb2.py"]\n',
+        "a/gen/b/c.py": CGG001_SOURCE,  # a folder named "gen", two levels down
+        "a/gen.py": CGG001_SOURCE,  # a file named "gen.py" is no folder "gen"
+        "gen/top.py": CGG001_SOURCE,
+        "sub/skip/z.py": CGG001_SOURCE,
+        "sub/skipped/z.py": CGG001_SOURCE,  # "sub/skip" is no prefix of a name
+        "x/msg_pb2.py": CGG001_SOURCE,
+        "x/ok.py": CGG001_SOURCE,
+        "gone.py": CGG001_SOURCE,
+    })
+    os.symlink("x", repo / "linked.py")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "x")
+    os.remove(repo / "gone.py")
+    result = _check(repo, ".")
+    assert result.returncode == 1, result.stderr
+    assert finding_paths(result.stdout) == ["a/gen.py", "sub/skipped/z.py", "x/ok.py"]
+    assert "gone.py" not in result.stdout + result.stderr and "linked.py" not in result.stderr
