@@ -27,7 +27,7 @@ RULES = Path(rules_pkg.__file__).parent
 STAGES: list[tuple[str, set[str]]] = [
     (
         "infrastructure",
-        {"prefilter", "parallel", "projectroot", "context"},
+        {"prefilter", "parallel", "projectroot", "prescan", "context"},
     ),
     ("parse", {"parse"}),
     ("report", {"report"}),

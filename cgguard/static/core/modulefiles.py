@@ -9,7 +9,49 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
+
+# Folders no module of a project is looked for in (besides those named with a dot).
+_SKIP = frozenset({"__pycache__", "node_modules", "venv", "build", "dist", "site-packages"})
+
+
+def project_python_files(root: str) -> list[str]:
+    """The ``.py`` files of the project at ``root``, absolute, in a fixed order (the walk's,
+    each folder's entries sorted)."""
+    files: list[str] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
+        files += [
+            os.path.abspath(os.path.join(folder, n)) for n in sorted(names) if n.endswith(".py")
+        ]
+    return files
+
+
+def read_bytes(path: str) -> bytes | None:
+    """The bytes of a regular file (None for anything else, or where it cannot be read).
+    Read with the system's calls, not a file object: a fork's checkout has every file of
+    its project read once more (the modules naming a sink word), and a file object costs
+    about as much again as the read. A FIFO named ``*.py`` is not read (it would block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd)
+        if not stat.S_ISREG(size.st_mode):
+            return None
+        chunks = []
+        while True:
+            want = max(size.st_size + 1, 1 << 16)
+            chunk = os.read(fd, want)
+            chunks.append(chunk)
+            if len(chunk) < want:
+                return b"".join(chunks)  # a short read of a regular file is its end
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class ModuleFiles:

@@ -150,11 +150,13 @@ class Program:
         names_a_sink: Callable[[bytes], bool],
         known: Mapping[str, bool] | None = None,
         on_derived: Callable[[SinkReach], None] | None = None,
+        listed: Callable[[], list[str] | None] | None = None,
     ) -> SinkReach:
         """The project's sink callees and the modules naming them (:mod:`.sinkreach`), for
         the model's sink words (``names_a_sink``: does a text name one; ``known``: what
         the caller found of its files' texts already, by path; ``on_derived``: told once
-        they are worked out)."""
+        they are worked out; ``listed``: the modules naming a sink word, where another
+        process listed them)."""
         if self._sink_reach is None:
             self._sink_reach = SinkReach(
                 self.index,
@@ -164,6 +166,7 @@ class Program:
                 names_a_sink,
                 known,
                 on_derived,
+                listed,
             )
         return self._sink_reach
 

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
 from cgguard.static.core import ir
 from cgguard.static.core.flow import FunctionInfo
-from cgguard.static.core.modulefiles import ModuleFiles, import_names, import_statements
+from cgguard.static.core.modulefiles import (
+    ModuleFiles,
+    import_names,
+    import_statements,
+    project_python_files,
+    read_bytes,
+)
 from cgguard.static.core.outlines import Outlines
 from cgguard.static.core.patterns import Model, last_name
 from cgguard.static.core.pyast import physical_lines
@@ -27,7 +32,6 @@ from cgguard.static.core.walks import all_functions, block_stmts, functions_insi
 from cgguard.static.core.words import may_bind
 
 # Folders of a project that hold no code of its own.
-_SKIP = frozenset({"__pycache__", "node_modules", "venv", "build", "dist", "site-packages"})
 PARTIAL = frozenset({"partial"})
 
 
@@ -324,15 +328,7 @@ class ProjectIndex:
 
     def project_files(self) -> list[str]:
         if self.files is None:
-            self.files = []
-            if self.root is not None:
-                for folder, dirs, names in os.walk(self.root):
-                    dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP)
-                    self.files += [
-                        os.path.abspath(os.path.join(folder, n))
-                        for n in sorted(names)
-                        if n.endswith(".py")
-                    ]
+            self.files = [] if self.root is None else project_python_files(self.root)
         return self.files
 
     def lines(self, module: ModuleInfo) -> list[str]:
@@ -357,32 +353,6 @@ def read_file(path: str) -> str | None:
             return fh.read()
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-
-
-def read_bytes(path: str) -> bytes | None:
-    """The bytes of a regular file (None for anything else, or where it cannot be read).
-    Read with the system's calls, not a file object: a fork's checkout has every file of
-    its project read once more (the modules naming a sink word), and a file object costs
-    about as much again as the read. A FIFO named ``*.py`` is not read (it would block)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        size = os.fstat(fd)
-        if not stat.S_ISREG(size.st_mode):
-            return None
-        chunks = []
-        while True:
-            want = max(size.st_size + 1, 1 << 16)
-            chunk = os.read(fd, want)
-            chunks.append(chunk)
-            if len(chunk) < want:
-                return b"".join(chunks)  # a short read of a regular file is its end
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def encoded(read: Callable[[str], str | None], path: str) -> bytes | None:

@@ -55,6 +55,7 @@ class SinkReach:
         names_a_sink: Callable[[bytes], bool],
         known: Mapping[str, bool] | None = None,
         on_derived: Callable[[SinkReach], None] | None = None,
+        listed: Callable[[], list[str] | None] | None = None,
     ) -> None:
         self.index, self.summaries, self.fixpoint = index, summaries, fixpoint
         self.on_derived = on_derived  # told once the sink callees are worked out
@@ -63,6 +64,9 @@ class SinkReach:
         # A file's path -> whether its text names a sink word, where the caller read it
         # already (the byte screen of a run over the project's files): not read again.
         self.known: Mapping[str, bool] = {} if known is None else known
+        # The modules naming a sink word as another process listed them from the same files
+        # (None from it: they are read here).
+        self.listed = listed
         self._callees: frozenset[str] | None = None
         self._sink_modules: list[str] | None = None  # paths of the modules naming a sink word
         self._reaching: list[str] = []  # and of those naming a sink word or a sink callee
@@ -71,7 +75,9 @@ class SinkReach:
 
     def sink_modules(self) -> list[str]:
         """The project's modules whose text names a sink word (read as bytes, not parsed,
-        where :attr:`known` does not say)."""
+        where neither :attr:`listed` nor :attr:`known` says)."""
+        if self._sink_modules is None and self.listed is not None:
+            self._sink_modules = self.listed()
         if self._sink_modules is None:
             self._sink_modules = []
             for path in self.index.project_files():

@@ -21,6 +21,7 @@ from cgguard.static.rules.configs import CONFIGURATIONS, Configuration, selected
 if TYPE_CHECKING:
     from cgguard.static.core.program import Program
     from cgguard.static.core.sinkreach import SinkReach
+    from cgguard.static.driver.prescan import Prescan
 
 
 class RunContext:
@@ -54,6 +55,41 @@ class RunContext:
         # sink word of it, as the byte screen found: the project's modules that name one
         # (:meth:`.SinkReach.sink_modules`) are not read again for it.
         self.sink_named: dict[tuple[str, str], dict[str, bool]] = {}
+        # A helper process listing those modules ahead of the run (:meth:`list_ahead`).
+        self.prescan: Prescan | None = None
+
+    def list_ahead(self, paths: Sequence[str]) -> None:
+        """Have a helper process list the modules naming a sink word of the project that
+        ``paths`` (the run's, as given) lie in, while this process finds their files
+        (:mod:`.prescan`). Only where a configuration that follows imports is selected, and
+        the paths all lie in one project where they can be its modules (the project's
+        modules are what its sink callees are worked out from, and asked about only for
+        such files: a tree copied into another project's folder under a name no import
+        can spell, ``tree-fixed/``, is not)."""
+        if not self.importing or not paths:
+            return
+        roots: set[str | None] = set()
+        for path in paths:
+            absolute = os.path.abspath(path)
+            folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+            root = self.roots.of(folder)
+            module = absolute if folder != absolute else os.path.join(folder, "__init__.py")
+            if root is None or self.module_files(root).dotted_of(module) is None:
+                return
+            roots.add(root)
+        if len(roots) != 1:
+            return
+        root = roots.pop()
+        assert root is not None
+        from cgguard.static.driver import prescan
+
+        self.prescan = prescan.start(root, self.importing)
+
+    def close(self) -> None:
+        """The run is over: a helper still listing is stopped."""
+        if self.prescan is not None:
+            self.prescan.close()
+            self.prescan = None
 
     def program(self, root: str | None, configuration: Configuration | None = None) -> Program:
         """The program of ``configuration`` (the run's first where None) for a project root."""
@@ -95,6 +131,7 @@ class RunContext:
         text), so the next module to read the file lowers it no more; what was read
         through it (summaries, classes) is still read again."""
         root = self.roots.of_file(path) if path else None
+        self.close()  # a helper's list read the files before this change
         for (at, _), program in self.programs.items():
             if at == root:
                 program.forget_file(path)
@@ -188,6 +225,7 @@ class RunContext:
             configuration.mentions_sink_word,
             self.sink_named.setdefault(key, {}),
             lambda reach: parallel.publish(key, reach.facts()),
+            lambda: None if self.prescan is None else self.prescan.take(root, configuration.name),
         )
 
     def _awaits_parent(self, root: str | None, chosen: Sequence[Configuration]) -> bool:

@@ -276,6 +276,12 @@ def map_files(
     return [done[k] for k in range(len(items))]
 
 
+def may_fork() -> bool:
+    """May the run start a second process now: is one allowed (``os.fork``, ``CGGUARD_JOBS``
+    not ``1``), and is a CPU idle for it (always with ``CGGUARD_JOBS=2``)?"""
+    return _share(2)
+
+
 def _share(items_left: int) -> bool:
     jobs = os.environ.get("CGGUARD_JOBS")
     if jobs == "1" or items_left < 2 or not hasattr(os, "fork"):
@@ -307,8 +313,14 @@ def usable_cpus() -> int:
     return cpus
 
 
+# The run's own helper processes that end by themselves soon (:mod:`.prescan`): a CPU one of
+# them takes now is no reason not to share the run's work.
+HELPERS: set[int] = set()
+
+
 def busy_cpus() -> int:
-    """Tasks running or waiting to run right now, other than this one (0 where unknown).
+    """Tasks running or waiting to run right now, other than this one and the run's own
+    :data:`HELPERS` (0 where unknown).
 
     The fourth field of ``/proc/loadavg`` counts them this instant (the load
     averages lag a busy core by a minute); it counts the reading process too.
@@ -318,7 +330,16 @@ def busy_cpus() -> int:
             running = int(fh.read().split()[3].split(b"/")[0])
     except (OSError, ValueError, IndexError):
         return 0
-    return max(0, running - 1)
+    return max(0, running - 1 - sum(map(_running, HELPERS)))
+
+
+def _running(pid: int) -> bool:
+    """Is the process ``pid`` running or waiting to run (state ``R`` in ``/proc``)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[0] == b"R"
+    except (OSError, IndexError):
+        return False
 
 
 def _numbers_from(fd: int) -> Callable[[bool], list[int]]:

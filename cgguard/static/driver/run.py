@@ -425,8 +425,13 @@ def check_paths(
     def plain(item: tuple[str, FileError | None]) -> FileResult:
         return FileResult(item[0])  # checked, nothing found: most files
 
-    files = list(iter_python_files(paths, settings, sizes))
-    return RunResult(files=parallel.map_files(screen, work, files, before_fork, size, plain))
+    paths = list(paths)
+    context.list_ahead(paths)  # on the core left idle until the run forks its helper
+    try:
+        files = list(iter_python_files(paths, settings, sizes))
+        return RunResult(files=parallel.map_files(screen, work, files, before_fork, size, plain))
+    finally:
+        context.close()
 
 
 def fix_paths(
@@ -446,7 +451,10 @@ def fix_paths(
     run = RunResult(dry_run=not write, unsafe_fixes=unsafe)
     if not write:  # one folder names every file of the printed diff
         run.diff_base = diff_base(p for p, error in files if not error)
-    # One run's reading of each project, shared by its files as a check shares it.
+    # One run's reading of each project, shared by its files as a check shares it. No
+    # helper lists the modules naming a sink word ahead (RunContext.list_ahead): a fix is
+    # one process, whose files needing the sink callees wait until its screen has read the
+    # others (parallel.Deferred), which tells which modules name one.
     if context is None:
         context = RunContext(None if settings is None else settings.selected)
 

@@ -1,0 +1,153 @@
+"""The helper process that lists a project's modules naming a sink word while the run finds
+its files (``cgguard/static/driver/prescan.py``). Real processes: the helper is forked from
+the test's own process, and what this process reads is counted here (the helper's reads,
+in another process, are not)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cgguard.static.core import project
+from cgguard.static.driver import parallel, prescan
+from cgguard.static.driver.context import RunContext
+from cgguard.static.driver.run import check_paths
+from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
+from tests.static.test_sink_reach import _fork
+
+# What the fork of test_sink_reach holds that names a sink word.
+NAMING = ["helpers.py"]
+
+
+@pytest.fixture
+def reads(monkeypatch) -> list[str]:
+    """The files this process reads for the modules naming a sink word (by name)."""
+    read: list[str] = []
+    real = project.read_bytes
+
+    def counted(path: str) -> bytes | None:
+        read.append(os.path.basename(path))
+        return real(path)
+
+    monkeypatch.setattr(project, "read_bytes", counted)
+    return read
+
+
+def _sink_modules(context: RunContext, root: Path) -> list[str]:
+    reach = context.sink_reach(str(root), CAPTURE_SIZE_BLOCKS)
+    return [os.path.basename(p) for p in reach.sink_modules()]
+
+
+def test_the_helper_lists_what_the_run_would_read_and_the_run_reads_nothing(
+    tmp_path, monkeypatch, reads
+):
+    _fork(tmp_path)
+    monkeypatch.setenv("CGGUARD_JOBS", "2")  # a second process, whatever the machine's load
+    context = RunContext()
+    context.list_ahead([str(tmp_path)])
+    helper = context.prescan
+    assert helper is not None and helper._pid is not None
+    pid = helper._pid
+    try:
+        assert _sink_modules(context, tmp_path) == NAMING
+        assert reads == []  # the helper read them
+    finally:
+        context.close()
+    with pytest.raises(ChildProcessError):  # reaped: no process is left behind
+        os.waitpid(pid, os.WNOHANG)
+    # The same list as this process finds reading every file itself.
+    assert _sink_modules(RunContext(), tmp_path) == NAMING
+    assert len(reads) == len(project.project_python_files(str(tmp_path)))
+
+
+def test_a_helper_that_dies_leaves_the_reading_to_the_run(tmp_path, monkeypatch, reads):
+    _fork(tmp_path)
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+    # The helper is a fork of this process: it dies on its first read, answering nothing.
+    monkeypatch.setattr(prescan, "read_bytes", lambda path: os._exit(3))
+    context = RunContext()
+    context.list_ahead([str(tmp_path)])
+    assert context.prescan is not None
+    try:
+        assert _sink_modules(context, tmp_path) == NAMING
+    finally:
+        context.close()
+    assert "helpers.py" in reads and len(reads) == len(project.project_python_files(str(tmp_path)))
+
+
+def test_a_helper_never_asked_is_stopped_when_the_run_ends(tmp_path, monkeypatch):
+    _fork(tmp_path)
+    monkeypatch.setenv("CGGUARD_JOBS", "2")
+    monkeypatch.setattr(prescan, "project_python_files", lambda root: os.pause())  # never ends
+    context = RunContext()
+    context.list_ahead([str(tmp_path)])
+    helper = context.prescan
+    assert helper is not None and helper._pid is not None
+    pid = helper._pid
+    assert pid in parallel.HELPERS
+    context.close()
+    assert pid not in parallel.HELPERS
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["one process", "not importable", "two projects", "no project", "nothing following imports"],
+)
+def test_no_helper_where_it_cannot_pay(tmp_path, monkeypatch, layout):
+    """No second process where one is not allowed; none where the run's files cannot be
+    modules of their project (a tree copied under a name no import spells: no file of it
+    asks for the project's sink callees), where they lie in two projects or none, or
+    where no selected rule follows imports."""
+    _fork(tmp_path / "a")
+    monkeypatch.setenv("CGGUARD_JOBS", "1" if layout == "one process" else "2")
+    paths = [str(tmp_path / "a")]
+    selected = None
+    if layout == "not importable":
+        (tmp_path / "a" / "fork").rename(tmp_path / "a" / "tree-fixed")
+        paths = [str(tmp_path / "a" / "tree-fixed")]
+    elif layout == "two projects":
+        _fork(tmp_path / "b")
+        paths.append(str(tmp_path / "b" / "fork"))
+    elif layout == "no project":
+        (tmp_path / "plain").mkdir()
+        (tmp_path / "plain" / "x.py").write_text("x = 1\n")
+        paths = [str(tmp_path / "plain" / "x.py")]
+    elif layout == "nothing following imports":
+        selected = {"CGG003"}.__contains__
+    context = RunContext(selected)
+    context.list_ahead(paths)
+    try:
+        assert context.prescan is None
+    finally:
+        context.close()
+    if layout != "one process":  # the same paths, the tree's own project: a helper
+        monkeypatch.setenv("CGGUARD_JOBS", "2")
+        context = RunContext()
+        context.list_ahead([str(tmp_path / "a")])
+        assert context.prescan is not None
+        context.close()
+
+
+def test_a_shared_run_with_the_helper_finds_what_one_process_finds(tmp_path, monkeypatch):
+    _fork(tmp_path)
+    for i in range(30):  # enough files for the run to share them
+        (tmp_path / "fork" / f"plain_{i}.py").write_text(f"import os\n\nVALUE = {i}\n")
+    found = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("CGGUARD_JOBS", jobs)
+        run = check_paths([str(tmp_path)])
+        found[jobs] = [(os.path.basename(f.path), x.line, x.code) for f in run.files for x in f.findings]
+    assert found["1"] == found["2"] and found["1"]
+
+
+def test_a_running_process_is_told_from_one_that_ended():
+    assert parallel._running(os.getpid())  # this test is running
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert not parallel._running(pid)
