@@ -6,6 +6,7 @@ in another process, are not)."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -95,20 +96,27 @@ def test_a_helper_never_asked_is_stopped_when_the_run_ends(tmp_path, monkeypatch
 
 @pytest.mark.parametrize(
     "layout",
-    ["one process", "not importable", "two projects", "no project", "nothing following imports"],
+    [
+        "one process",
+        "a folder of the project",
+        "a file of the project",
+        "two projects",
+        "no project",
+        "nothing following imports",
+    ],
 )
 def test_no_helper_where_it_cannot_pay(tmp_path, monkeypatch, layout):
-    """No second process where one is not allowed; none where the run's files cannot be
-    modules of their project (a tree copied under a name no import spells: no file of it
-    asks for the project's sink callees), where they lie in two projects or none, or
-    where no selected rule follows imports."""
+    """No second process where one is not allowed; none where the run checks part of a
+    project (reading all of it ahead would not pay), files of two projects or of none,
+    or where no selected rule follows imports."""
     _fork(tmp_path / "a")
     monkeypatch.setenv("CGGUARD_JOBS", "1" if layout == "one process" else "2")
     paths = [str(tmp_path / "a")]
     selected = None
-    if layout == "not importable":
-        (tmp_path / "a" / "fork").rename(tmp_path / "a" / "tree-fixed")
-        paths = [str(tmp_path / "a" / "tree-fixed")]
+    if layout == "a folder of the project":
+        paths = [str(tmp_path / "a" / "fork")]
+    elif layout == "a file of the project":
+        paths = [str(tmp_path / "a" / "fork" / "caller.py")]
     elif layout == "two projects":
         _fork(tmp_path / "b")
         paths.append(str(tmp_path / "b" / "fork"))
@@ -144,10 +152,17 @@ def test_a_shared_run_with_the_helper_finds_what_one_process_finds(tmp_path, mon
     assert found["1"] == found["2"] and found["1"]
 
 
-def test_a_running_process_is_told_from_one_that_ended():
-    assert parallel._running(os.getpid())  # this test is running
+def test_a_helper_is_alive_until_it_ends():
+    """A helper counts as a busy CPU of the run's own while it lives (parallel.busy_cpus),
+    not once it has ended, reaped or not."""
+    assert parallel._alive(os.getpid())
     pid = os.fork()
     if pid == 0:
         os._exit(0)
+    for _ in range(1000):  # ended, not reaped yet: a zombie
+        if not parallel._alive(pid):
+            break
+        time.sleep(0.001)
+    assert not parallel._alive(pid)
     os.waitpid(pid, 0)
-    assert not parallel._running(pid)
+    assert not parallel._alive(pid)  # reaped: gone from /proc

@@ -59,31 +59,22 @@ class RunContext:
         self.prescan: Prescan | None = None
 
     def list_ahead(self, paths: Sequence[str]) -> None:
-        """Have a helper process list the modules naming a sink word of the project that
-        ``paths`` (the run's, as given) lie in, while this process finds their files
-        (:mod:`.prescan`). Only where a configuration that follows imports is selected, and
-        the paths all lie in one project where they can be its modules (the project's
-        modules are what its sink callees are worked out from, and asked about only for
-        such files: a tree copied into another project's folder under a name no import
-        can spell, ``tree-fixed/``, is not)."""
-        if not self.importing or not paths:
+        """Have a helper process list the modules naming a sink word of the project the
+        run checks, while this process finds its files (:mod:`.prescan`). Only where a
+        configuration that follows imports is selected and the run's one path (as given)
+        is a project's root folder (a fork's checkout, checked whole): the helper then
+        reads the files the run's own screen reads, from which the project's sink callees
+        are worked out. A run over part of a project (a folder of a monorepo, a plugin
+        inside another project, pre-commit's few files) does not read all of it ahead, on
+        a core the run may want."""
+        if not self.importing or len(paths) != 1 or not os.path.isdir(paths[0]):
             return
-        roots: set[str | None] = set()
-        for path in paths:
-            absolute = os.path.abspath(path)
-            folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
-            root = self.roots.of(folder)
-            module = absolute if folder != absolute else os.path.join(folder, "__init__.py")
-            if root is None or self.module_files(root).dotted_of(module) is None:
-                return
-            roots.add(root)
-        if len(roots) != 1:
+        folder = os.path.abspath(paths[0])
+        if self.roots.of(folder) != folder:
             return
-        root = roots.pop()
-        assert root is not None
         from cgguard.static.driver import prescan
 
-        self.prescan = prescan.start(root, self.importing)
+        self.prescan = prescan.start(folder, self.importing)
 
     def close(self) -> None:
         """The run is over: a helper still listing is stopped."""
