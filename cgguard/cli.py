@@ -711,6 +711,9 @@ def _fix_in_place(paths, finding_filter, settings):
     run = RunResult(unsafe_fixes=settings.unsafe_fixes)
     # What the run reads of each project, shared by its files; the rules it selected.
     context = RunContext(settings.selected)
+    paths = list(paths)
+    # One process fixes: a helper lists the modules naming a sink word meanwhile.
+    context.list_ahead(paths)
     interrupts = Interrupts()
     try:
         with interrupts:
@@ -742,6 +745,8 @@ def _fix_in_place(paths, finding_filter, settings):
         else:
             click.echo("cgguard: interrupted: no file was rewritten", err=True)
         sys.exit(2)
+    finally:
+        context.close()
     return run
 
 

@@ -16,10 +16,26 @@ from cgguard.static.driver import parallel, prescan
 from cgguard.static.driver.context import RunContext
 from cgguard.static.driver.run import check_paths
 from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
-from tests.static.test_sink_reach import _fork
+from tests.static.test_sink_reach import HELPERS, _fork
 
 # What the fork of test_sink_reach holds that names a sink word.
 NAMING = ["helpers.py"]
+# A runner with a finding the fix rewrites, that imports from its project (so its check asks
+# for the project's sink callees).
+RUNNER = """from fork.helpers import log_blocks
+
+
+class Runner:
+    def __init__(self, scheduler_config, cache_config, compilation_config):
+        self.max_num_reqs = scheduler_config.max_num_seqs
+        self.cache_config = cache_config
+        self.compilation_config = compilation_config
+
+    def profile(self):
+        min_blocks = self.compilation_config.max_cudagraph_capture_size or 1
+        log_blocks(self.cache_config, min_blocks)
+        self.cache_config.num_gpu_blocks_override = min_blocks
+"""
 
 
 @pytest.fixture
@@ -166,3 +182,33 @@ def test_a_helper_is_alive_until_it_ends():
     assert not parallel._alive(pid)
     os.waitpid(pid, 0)
     assert not parallel._alive(pid)  # reaped: gone from /proc
+
+
+def test_a_fix_in_place_takes_the_helpers_list_and_writes_what_one_process_writes(
+    tmp_path, monkeypatch, reads
+):
+    """``cgguard fix PATH`` fixes file by file in one process; the helper lists the modules
+    naming a sink word meanwhile, and this process reads none of them for it."""
+    from cgguard.cli import _fix_in_place
+    from cgguard.static.workflow.config import Settings
+
+    written = {}
+    for jobs in ("1", "2"):
+        root = tmp_path / jobs
+        pkg = _fork(root)
+        # No sink callee (as in vLLM): the modules naming a sink word are read once.
+        (pkg / "helpers.py").write_text(HELPERS.split("\n\n\n")[1])
+        (pkg / "middle.py").unlink()
+        (pkg / "caller.py").unlink()
+        (pkg / "runner.py").write_text(RUNNER)
+        monkeypatch.setenv("CGGUARD_JOBS", jobs)
+        reads.clear()
+        run = _fix_in_place([str(root)], None, Settings())
+        assert run.fixed == 1
+        written[jobs] = {p.name: p.read_text() for p in (root / "fork").glob("*.py")}
+        if jobs == "2":
+            assert reads == []  # the helper read them
+        else:  # read here: those not screened yet when the runner asked for them
+            assert reads == ["runner.py", "token_buffer.py", "warmup.py"]
+    assert written["1"] == written["2"]
+    assert "min(self.max_num_reqs, self.compilation_config" in written["2"]["runner.py"]

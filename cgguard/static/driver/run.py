@@ -445,18 +445,33 @@ def fix_paths(
 ) -> RunResult:
     """``context``: what the run has read, for a caller that fixes its files one call at a
     time (None: one for this call's files)."""
+    paths = list(paths)
+    # One run's reading of each project, shared by its files as a check shares it.
+    if context is not None:
+        return _fix_files(paths, finding_filter, write, unsafe, settings, context)
+    context = RunContext(None if settings is None else settings.selected)
+    # A fix runs in one process: a helper lists the modules naming a sink word meanwhile.
+    context.list_ahead(paths)
+    try:
+        return _fix_files(paths, finding_filter, write, unsafe, settings, context)
+    finally:
+        context.close()
+
+
+def _fix_files(
+    paths: list[str],
+    finding_filter: FindingFilter | None,
+    write: bool,
+    unsafe: bool,
+    settings,
+    context: RunContext,
+) -> RunResult:
     from cgguard.static.workflow.textdiff import diff_base
 
     files = list(iter_python_files(paths, settings))
     run = RunResult(dry_run=not write, unsafe_fixes=unsafe)
     if not write:  # one folder names every file of the printed diff
         run.diff_base = diff_base(p for p, error in files if not error)
-    # One run's reading of each project, shared by its files as a check shares it. No
-    # helper lists the modules naming a sink word ahead (RunContext.list_ahead): a fix is
-    # one process, whose files needing the sink callees wait until its screen has read the
-    # others (parallel.Deferred), which tells which modules name one.
-    if context is None:
-        context = RunContext(None if settings is None else settings.selected)
 
     def fix_one(path: str) -> FileResult:
         result = _guarded_result(
