@@ -212,3 +212,31 @@ def test_a_fix_in_place_takes_the_helpers_list_and_writes_what_one_process_write
             assert reads == ["runner.py", "token_buffer.py", "warmup.py"]
     assert written["1"] == written["2"]
     assert "min(self.max_num_reqs, self.compilation_config" in written["2"]["runner.py"]
+
+
+def test_the_runs_own_live_helper_is_no_busy_cpu(monkeypatch):
+    """Three tasks runnable: this process, its helper, and a kernel thread the helper's
+    reading woke. While the helper lives, no CPU is busy with another's work; once it has
+    ended, two are."""
+    import builtins
+    import io
+
+    real_open = builtins.open
+
+    def fake_open(path, *args, **kwargs):
+        if path == "/proc/loadavg":
+            return io.BytesIO(b"1.00 0.90 0.80 3/120 4242\n")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    helper = os.fork()
+    if helper == 0:
+        os.pause()
+        os._exit(0)
+    try:
+        monkeypatch.setattr(parallel, "HELPERS", {helper})
+        assert parallel.busy_cpus() == 0
+    finally:
+        os.kill(helper, 9)
+        os.waitpid(helper, 0)
+    assert parallel.busy_cpus() == 2

@@ -62,7 +62,7 @@ class RunContext:
         """Have a helper process list the modules naming a sink word of the project the
         run checks, while this process finds its files (:mod:`.prescan`). Only where a
         configuration that follows imports is selected and the run's one path (as given)
-        is a project's root folder (a fork's checkout, checked whole): the helper then
+        is a project's root folder (a fork's checkout, checked or fixed whole): the helper then
         reads the files the run's own screen reads, from which the project's sink callees
         are worked out. A run over part of a project (a folder of a monorepo, a plugin
         inside another project, pre-commit's few files) does not read all of it ahead, on
