@@ -19,7 +19,7 @@ from cgguard.static.core.patterns import Model
 from cgguard.static.core.project import ClassInfo, ModuleInfo, ProjectIndex
 from cgguard.static.core.scope import ClassFactsView, ScopeResolver
 from cgguard.static.core.walks import returns_of
-from cgguard.static.core.words import attrs_assigned_from, mentions
+from cgguard.static.core.words import attrs_assigned_from, mentions_text, span_text
 
 # The slot of the flow with every parameter seeded (no parameter is named so).
 ALL_PARAMS = "*"
@@ -157,12 +157,18 @@ class Summaries:
             funcs.extend(cls.methods.values())
         words = set(self.index.source_words) | self._imported_names(module)
         found: set[int] = set()
+        # A function not found yet names none of the words asked so far: each round asks
+        # the rest only the words the last one added (a runner imports hundreds of names).
+        rest = [(f, span_text(lines, f.node.span)) for f in funcs]
+        asked: set[str] = set()
         while True:
-            new = [
-                f for f in funcs if id(f.node) not in found and mentions(lines, f.node.span, words)
-            ]
+            fresh = words - asked
+            asked |= fresh
+            new = [f for f, text in rest if mentions_text(text, fresh)]
             if not new:
                 return found
+            taken = {id(f.node) for f in new}
+            rest = [(f, text) for f, text in rest if id(f.node) not in taken]
             for f in new:
                 found.add(id(f.node))
                 words.add(f.name)

@@ -18,6 +18,8 @@ __all__ = [
     "holds_word",
     "may_bind",
     "mentions",
+    "mentions_text",
+    "span_text",
 ]
 
 _SELF_ATTR = re.compile(r"\bself\.(\w+)")
@@ -104,5 +106,14 @@ def called_through(text: str, name: str) -> set[str]:
 
 def mentions(lines: list[str], span: ir.Span, words: set[str]) -> bool:
     """Does the source text at ``span`` (whole lines) hold one of ``words`` as a word?"""
-    text = "".join(lines[span.line - 1 : span.end_line])
+    return mentions_text(span_text(lines, span), words)
+
+
+def span_text(lines: list[str], span: ir.Span) -> str:
+    """The source text at ``span``, whole lines."""
+    return "".join(lines[span.line - 1 : span.end_line])
+
+
+def mentions_text(text: str, words: set[str]) -> bool:
+    """Does ``text`` hold one of ``words`` as a word?"""
     return any(w in text and holds_word(text, w) for w in words)
