@@ -38,27 +38,13 @@ class Runner:
 """
 
 
-@pytest.fixture
-def reads(monkeypatch) -> list[str]:
-    """The files this process reads for the modules naming a sink word (by name)."""
-    read: list[str] = []
-    real = project.read_bytes
-
-    def counted(path: str) -> bytes | None:
-        read.append(os.path.basename(path))
-        return real(path)
-
-    monkeypatch.setattr(project, "read_bytes", counted)
-    return read
-
-
 def _sink_modules(context: RunContext, root: Path) -> list[str]:
     reach = context.sink_reach(str(root), CAPTURE_SIZE_BLOCKS)
     return [os.path.basename(p) for p in reach.sink_modules()]
 
 
 def test_the_helper_lists_what_the_run_would_read_and_the_run_reads_nothing(
-    tmp_path, monkeypatch, reads
+    tmp_path, monkeypatch, project_reads
 ):
     _fork(tmp_path)
     monkeypatch.setenv("CGGUARD_JOBS", "2")  # a second process, whatever the machine's load
@@ -69,17 +55,17 @@ def test_the_helper_lists_what_the_run_would_read_and_the_run_reads_nothing(
     pid = helper._pid
     try:
         assert _sink_modules(context, tmp_path) == NAMING
-        assert reads == []  # the helper read them
+        assert project_reads == []  # the helper read them
     finally:
         context.close()
     with pytest.raises(ChildProcessError):  # reaped: no process is left behind
         os.waitpid(pid, os.WNOHANG)
     # The same list as this process finds reading every file itself.
     assert _sink_modules(RunContext(), tmp_path) == NAMING
-    assert len(reads) == len(project.project_python_files(str(tmp_path)))
+    assert len(project_reads) == len(project.project_python_files(str(tmp_path)))
 
 
-def test_a_helper_that_dies_leaves_the_reading_to_the_run(tmp_path, monkeypatch, reads):
+def test_a_helper_that_dies_leaves_the_reading_to_the_run(tmp_path, monkeypatch, project_reads):
     _fork(tmp_path)
     monkeypatch.setenv("CGGUARD_JOBS", "2")
     # The helper is a fork of this process: it dies on its first read, answering nothing.
@@ -91,7 +77,9 @@ def test_a_helper_that_dies_leaves_the_reading_to_the_run(tmp_path, monkeypatch,
         assert _sink_modules(context, tmp_path) == NAMING
     finally:
         context.close()
-    assert "helpers.py" in reads and len(reads) == len(project.project_python_files(str(tmp_path)))
+    assert "helpers.py" in project_reads and len(project_reads) == len(
+        project.project_python_files(str(tmp_path))
+    )
 
 
 def test_a_helper_never_asked_is_stopped_when_the_run_ends(tmp_path, monkeypatch):
@@ -164,7 +152,9 @@ def test_a_shared_run_with_the_helper_finds_what_one_process_finds(tmp_path, mon
     for jobs in ("1", "2"):
         monkeypatch.setenv("CGGUARD_JOBS", jobs)
         run = check_paths([str(tmp_path)])
-        found[jobs] = [(os.path.basename(f.path), x.line, x.code) for f in run.files for x in f.findings]
+        found[jobs] = [
+            (os.path.basename(f.path), x.line, x.code) for f in run.files for x in f.findings
+        ]
     assert found["1"] == found["2"] and found["1"]
 
 
@@ -185,7 +175,7 @@ def test_a_helper_is_alive_until_it_ends():
 
 
 def test_a_fix_in_place_takes_the_helpers_list_and_writes_what_one_process_writes(
-    tmp_path, monkeypatch, reads
+    tmp_path, monkeypatch, project_reads
 ):
     """``cgguard fix PATH`` fixes file by file in one process; the helper lists the modules
     naming a sink word meanwhile, and this process reads none of them for it."""
@@ -202,14 +192,14 @@ def test_a_fix_in_place_takes_the_helpers_list_and_writes_what_one_process_write
         (pkg / "caller.py").unlink()
         (pkg / "runner.py").write_text(RUNNER)
         monkeypatch.setenv("CGGUARD_JOBS", jobs)
-        reads.clear()
+        project_reads.clear()
         run = _fix_in_place([str(root)], None, Settings())
         assert run.fixed == 1
         written[jobs] = {p.name: p.read_text() for p in (root / "fork").glob("*.py")}
         if jobs == "2":
-            assert reads == []  # the helper read them
+            assert project_reads == []  # the helper read them
         else:  # read here: those not screened yet when the runner asked for them
-            assert reads == ["runner.py", "token_buffer.py", "warmup.py"]
+            assert project_reads == ["runner.py", "token_buffer.py", "warmup.py"]
     assert written["1"] == written["2"]
     assert "min(self.max_num_reqs, self.compilation_config" in written["2"]["runner.py"]
 

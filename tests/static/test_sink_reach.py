@@ -287,11 +287,12 @@ def test_a_function_named_in_other_letters_is_found_by_its_whole_name(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["check", "fix"])
-def test_the_modules_naming_a_sink_word_are_read_from_the_screen(tmp_path, monkeypatch, command):
+def test_the_modules_naming_a_sink_word_are_read_from_the_screen(
+    tmp_path, monkeypatch, project_reads, command
+):
     """A run over a fork's checkout in one process decides a file that needs the sink callees
     after its screen of the others (parallel.Deferred), which tells which modules name a sink
     word: no file is read again for it. Findings and the files' order are the same."""
-    from cgguard.static.core import project
     from cgguard.static.driver.run import check_paths, fix_paths
 
     pkg = _fork(tmp_path)
@@ -307,19 +308,11 @@ def test_the_modules_naming_a_sink_word_are_read_from_the_screen(tmp_path, monke
     for i in range(20):  # more files for the screen to tell about
         (pkg / f"plain_{i}.py").write_text(f"import os\n\nVALUE = {i}\n")
     monkeypatch.setenv("CGGUARD_JOBS", "1")
-    read: list[str] = []
-    real = project.read_bytes
-
-    def counted(path: str) -> bytes | None:
-        read.append(os.path.basename(path))
-        return real(path)
-
-    monkeypatch.setattr(project, "read_bytes", counted)
     if command == "check":
         run = check_paths([str(tmp_path)])
     else:
         run = fix_paths([str(tmp_path)], write=False)
-    assert read == []
+    assert project_reads == []
     paths = [f.path for f in run.files]
     assert paths == sorted(paths)  # in the order they were found, the deferred ones too
     found = [(os.path.basename(f.path), x.line) for f in run.files for x in f.findings]

@@ -31,7 +31,6 @@ from cgguard.static.core.pyast import physical_lines
 from cgguard.static.core.walks import all_functions, block_stmts, functions_inside, walk_stmts
 from cgguard.static.core.words import may_bind
 
-# Folders of a project that hold no code of its own.
 PARTIAL = frozenset({"partial"})
 
 
