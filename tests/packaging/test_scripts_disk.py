@@ -17,6 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _scripts_test(repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
 def _checkout_without_environments(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
@@ -40,9 +44,7 @@ def _fake_df(tmp_path: Path, free_mb: int) -> dict[str, str]:
 
 def test_a_small_disk_stops_the_run_with_one_line_before_any_install(tmp_path: Path) -> None:
     repo = _checkout_without_environments(tmp_path)
-    proc = subprocess.run(
-        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 3900), capture_output=True, text=True, timeout=120, check=False
-    )
+    proc = _scripts_test(repo, _fake_df(tmp_path, 3900))
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
@@ -59,7 +61,7 @@ def test_enough_disk_goes_on_to_the_install(tmp_path: Path) -> None:
     # PYTHON names a program that fails at once: the run gets past the check and stops at
     # its first step after it (making .venv), installing nothing.
     env = {**_fake_df(tmp_path, 500_000), "PYTHON": "false"}
-    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    proc = _scripts_test(repo, env)
     assert "not enough disk" not in proc.stderr, proc.stderr
     assert proc.returncode != 0 and not (repo / ".venv").exists(), (proc.returncode, proc.stderr)
 
@@ -68,7 +70,7 @@ def test_room_for_one_release_environment_but_not_all_says_they_go_one_at_a_time
     repo = _checkout_without_environments(tmp_path)
     # All at once would need 4,140 + 6,300 + 8,400 + 3,000 = 21,840 MB; one at a time 15,540.
     env = {**_fake_df(tmp_path, 18_000), "PYTHON": "false"}
-    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    proc = _scripts_test(repo, env)
     assert "not enough disk" not in proc.stderr, proc.stderr
     assert proc.stdout.splitlines()[0] == (
         "scripts/test: 18000 MB free, too little for the missing test environments at once (about 21840 MB): "
@@ -133,8 +135,7 @@ def test_one_at_a_time_builds_tests_and_removes_each_release_environment_in_turn
     repo, log = _checkout_with_fakes(tmp_path)
     # .venv is there; the small environments (540 MB) and both release environments are not:
     # all at once 540 + 14,700 + 3,000 = 18,240 MB, one at a time 11,940.
-    env = {**_fake_df(tmp_path, 15_000), "CGG_LOG": str(log)}
-    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    proc = _scripts_test(repo, {**_fake_df(tmp_path, 15_000), "CGG_LOG": str(log)})
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
     steps = log.read_text().splitlines()
     assert "build 0.25.0 (on disk: )" in steps[: steps.index("venv -m pytest --durations=15")], steps
@@ -152,8 +153,7 @@ def test_one_at_a_time_builds_tests_and_removes_each_release_environment_in_turn
 
 def test_room_for_all_builds_every_release_environment_before_the_main_run_and_keeps_them(tmp_path: Path) -> None:
     repo, log = _checkout_with_fakes(tmp_path)
-    env = {**_fake_df(tmp_path, 18_240), "CGG_LOG": str(log)}
-    proc = subprocess.run(["bash", "scripts/test"], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    proc = _scripts_test(repo, {**_fake_df(tmp_path, 18_240), "CGG_LOG": str(log)})
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
     steps = log.read_text().splitlines()
     assert "build 0.18.0 (on disk: .venv-vllm-0.25.0 )" in steps, steps
@@ -175,9 +175,7 @@ def test_a_failed_install_of_vllm_stops_the_run(tmp_path: Path) -> None:
     python.parent.mkdir(parents=True)
     python.write_text('#!/bin/sh\necho "ERROR: [Errno 28] No space left on device" >&2\nexit 1\n')
     python.chmod(0o755)
-    proc = subprocess.run(
-        ["bash", "scripts/test"], cwd=repo, env=_fake_df(tmp_path, 500_000), capture_output=True, text=True, timeout=120, check=False
-    )
+    proc = _scripts_test(repo, _fake_df(tmp_path, 500_000))
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
     assert "No space left on device" in proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (
