@@ -29,7 +29,7 @@ LAZY_COMMANDS = {
 # `cgguard --help` lists each command with one whole line (click would cut a
 # docstring's first sentence at the terminal's width and add "...").
 SHORT_HELP = {
-    "check": "Report per-token profiling block counts (exit 1 while any remain).",
+    "check": "Report counts in the wrong unit (exit 1 while any remain).",
     "config": "Print the settings a run would use and where each came from.",
     "doctor": "Tell whether the installed vLLM is affected, and what to do.",
     "estimate": "Profiling KV cache memory for a model: per token vs per sequence.",
@@ -533,7 +533,10 @@ def check(
     show_files,
     add_noqa,
 ) -> None:
-    """Report per-token profiling block counts in PATHS (default: .; `-` reads standard input).
+    """Report counts in the wrong unit in PATHS (default: .; `-` reads standard input).
+
+    CGG001 and CGG002: per-token profiling block counts. CGG003: a count of tokens where
+    a count of requests belongs, or the reverse (`cgguard rule` lists them).
 
     Exit codes: 0 no findings, 1 findings, 2 errors (errors win).
     """

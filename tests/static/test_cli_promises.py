@@ -342,6 +342,24 @@ def test_selection_in_pre_commit_args(tmp_path):
     assert [code for code, _ in _findings(result.stdout)] == ["CGG002"]
 
 
+def test_the_check_hook_reports_and_names_every_rule(tmp_path):
+    # The hook's description names what its entry reports: CGG003 too.
+    import yaml
+
+    hook = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}[
+        "cgguard-check"
+    ]
+    case = REPO / "rules" / "CGG003" / "cases" / "flagged" / "capture_size_against_mamba_blocks.pycase"
+    (tmp_path / "both.py").write_text(BOTH_RULES)
+    (tmp_path / "mamba.py").write_text(case.read_text())
+    entry = hook["entry"].split()
+    result = run_cgguard(*entry[1:], "--isolated", "both.py", "mamba.py", cwd=tmp_path)
+    reported = {code for code, _ in _findings(result.stdout)}
+    assert reported == {"CGG001", "CGG002", "CGG003"}
+    for code in reported:
+        assert code in hook["description"]
+
+
 def test_fix_honours_selection_on_the_command_line(tmp_path):
     both = tmp_path / "both.py"
     both.write_text(BOTH_RULES)

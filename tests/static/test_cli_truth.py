@@ -325,6 +325,20 @@ def test_help_gives_each_command_a_whole_one_line_description():
         assert len(line) <= 80 and "..." not in line and line.endswith("."), line
 
 
+def test_check_help_names_what_every_rule_reports():
+    # check reports every rule, not only the per-token block counts: its help says so.
+    from cgguard.static.rules.configs import CONFIGURATIONS
+
+    result = run_cgguard("check", "--help", env={"COLUMNS": "100"})
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "Report counts in the wrong unit" in text
+    codes = {code for c in CONFIGURATIONS for code in c.codes}
+    assert codes == {"CGG001", "CGG002", "CGG003"}
+    assert "CGG001 and CGG002: per-token profiling block counts." in text
+    assert "CGG003: a count of tokens where a count of requests belongs, or the reverse" in text
+
+
 # ---- short messages, the why elsewhere, the hint ----------------------------------------
 
 
