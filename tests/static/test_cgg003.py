@@ -124,8 +124,8 @@ def test_a_drafters_release_is_flagged_and_silent_once_bounded_on_every_path():
     assert _cgg003(released) == [
         (
             line + 1,
-            "`batch_size=` (requests) gets `num_tokens`, a batch's tokens, unbounded by "
-            "`max_num_reqs` on some path; bound it on every path",
+            "`batch_size=` takes requests, `num_tokens` tokens: bound it by `max_num_reqs` on "
+            "every path",
         )
     ]
     bounded = released.replace(
@@ -186,8 +186,8 @@ def test_flashinfers_release_is_flagged_before_its_bound_counts_tokens_and_silen
     assert _cgg003(released, "flashinfer.py") == [
         (
             line,
-            "`self._decode_cudagraph_max_bs` (tokens: each decode carries `1 + num_spec_tokens`) "
-            "gets `max_num_seqs`, a request count; multiply it by the tokens per request",
+            "`self._decode_cudagraph_max_bs` counts tokens; `max_num_seqs` counts requests: "
+            "multiply it by `1 + num_spec_tokens`",
         )
     ]
     fixed = (CASES / "silent" / "vllm_0_11_1_flashinfer_decode_bound.pycase").read_text()
@@ -220,3 +220,23 @@ def test_the_reverse_is_a_configuration_of_the_same_rule():
     assert all(reverse.mentions_sink_word(n) for n in cgg003.TOKEN_BOUND_STORES)
     # A Mamba builder's bound counts requests: not its sink word.
     assert not reverse.mentions_sink_word("self.decode_cudagraph_max_bs = max_num_seqs")
+
+
+def test_each_message_is_one_short_line_naming_what_belongs():
+    # Every flagged case's message: at most 120 characters (the why is on the rule's page),
+    # naming the count that belongs there or what to multiply by.
+    from cgguard.static.workflow.ruledocs import all_rules
+
+    (rule,) = [r for r in all_rules() if r.code == cgg003.CODE]
+    messages = {
+        f.message
+        for case in rule.cases("flagged")
+        for f in check_source(case.source(), str(case.path))
+        if f.code == cgg003.CODE
+    }
+    assert len(messages) >= 8
+    for message in messages:
+        assert len(message) <= 120 and "\n" not in message, message
+        assert any(
+            word in message for word in ("`max_num_reqs`", "`max_model_len`", "`1 + num_spec_tokens`", "requests or")
+        ), message

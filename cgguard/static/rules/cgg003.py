@@ -158,31 +158,24 @@ def message(hit: Hit) -> str:
     source = f"`{named or 'a token count'}`"
     if hit.sink.rsplit(".", 1)[-1] in TOKEN_BOUND_STORES:
         return (
-            f"`{hit.sink}` (tokens: each decode carries `1 + num_spec_tokens`) gets {source}, "
-            "a request count; multiply it by the tokens per request"
+            f"`{hit.sink}` counts tokens; {source} counts requests: multiply it by "
+            "`1 + num_spec_tokens`"
         )
     if hit.sink.startswith("compared with "):
         other = hit.sink.removeprefix("compared with ")
         return (
-            f"{source} (tokens) compared with `{other}` (one block per sequence); "
-            "compare a request count (`max_num_reqs`)"
+            f"{source} counts tokens, `{other}` sequences: compare a request count (`max_num_reqs`)"
         )
     param = _sink_param(hit.sink)
     if param == "batch_size":
         return (
-            f"`{hit.sink}` (requests) gets {source}, a batch's tokens, unbounded by "
-            "`max_num_reqs` on some path; bound it on every path"
+            f"`{hit.sink}` takes requests, {source} tokens: bound it by `max_num_reqs` on "
+            "every path"
         )
     if param == "seq_len":
-        return (
-            f"`{hit.sink}` gets {source}, a batch's tokens; one item's length is at most "
-            "`max_model_len`"
-        )
+        return f"`{hit.sink}` gets {source}, a batch's tokens; one item is at most `max_model_len` tokens"
     # A helper's return that every caller hands to one of the sinks.
-    return (
-        f"`{hit.sink}` gets {source}, a batch's tokens, where a request count or one "
-        "sequence's length belongs"
-    )
+    return f"`{hit.sink}` gets {source}, a batch's tokens, where requests or one sequence's length belong"
 
 
 def _sink_param(sink: str) -> str | None:
