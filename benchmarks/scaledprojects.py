@@ -142,7 +142,9 @@ def run_case(case: ProjectCase, work: Path, corpus: list[tuple[Path, str]], file
     work.mkdir(parents=True)
     root = build_checkout(case, work, corpus, files)
     filler = {rel: source for source, rel in corpus}
-    check = measure([*cg, "check", "--isolated", "--format", "json", "."], cwd=root)
+    # As a user runs them: the default jobs (CGGUARD_JOBS unset), whatever this shell set.
+    env = {k: v for k, v in os.environ.items() if k != "CGGUARD_JOBS"}
+    check = measure([*cg, "check", "--isolated", "--format", "json", "."], cwd=root, env=env)
     problems = []
     findings_ok = check.rc in (0, 1)
     if findings_ok:
@@ -152,7 +154,7 @@ def run_case(case: ProjectCase, work: Path, corpus: list[tuple[Path, str]], file
             problems.append(f"check found {found}, the case marks {expected}")
     else:
         problems.append(f"check exited {check.rc}: {check.stderr.strip()[-200:]}")
-    fix = measure([*cg, "fix", "--isolated", "."], cwd=root)
+    fix = measure([*cg, "fix", "--isolated", "."], cwd=root, env=env)
     fixes_ok = fix.rc in (0, 1)
     if not fixes_ok:
         problems.append(f"fix exited {fix.rc}: {fix.stderr.strip()[-200:]}")

@@ -8,6 +8,7 @@ verdicts and exit codes it gives.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,9 +41,14 @@ def _corpus(tmp_path: Path, files: dict[str, str]) -> Path:
     return corpus
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, timeout=300
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env=env,
     )
 
 
@@ -101,3 +107,13 @@ def test_a_corpus_that_is_no_folder_is_one_error_line(tmp_path):
     assert result.stderr == (
         f"benchmarks/scaledprojects.py: error: {tmp_path / 'missing'}: no such folder (--corpus)\n"
     )
+
+
+def test_cgguard_runs_with_the_default_jobs_whatever_the_shell_set(tmp_path):
+    # CGGUARD_JOBS is left out of cgguard's environment: a value the shell set (here one
+    # cgguard refuses) neither changes what is measured nor fails the case.
+    corpus = _corpus(tmp_path, {"__init__.py": "", "m.py": BOUNDED})
+    env = dict(os.environ, CGGUARD_JOBS="not a number")
+    result = _run("--files", "6", "--only", CASE, "--corpus", str(corpus), "--strict", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 of 1 cases pass." in result.stdout
