@@ -8,8 +8,8 @@ fork's size. This script builds the second.
 Each project case (a folder under ``rules/<CODE>/cases/{flagged,silent}/``) is written as a
 fork's checkout: its modules and a ``pyproject.toml`` at the top of a folder that ``git init``
 made a repository, and the installed vLLM package's files beside them as the package
-``vllm/`` (then again as ``vllm_more/``, as far as needed), hard-linked where the file system
-allows, until the checkout holds N Python files (3,000 by default). So a case's
+``vllm/`` (then again as ``vllm_more/``, as far as needed), copied, until the checkout holds
+N Python files (3,000 by default). So a case's
 ``from vllm.v1.worker.gpu_model_runner import GPUModelRunner`` resolves to vLLM's real runner,
 which its flows then read. vLLM's own files carry upstream's bound: they add reading and no
 finding.
@@ -99,12 +99,11 @@ def expected_findings(case: ProjectCase) -> list[tuple[str, int, str]]:
     )
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def _copy(source: Path, target: Path) -> None:
+    # A copy, not a hard link: a fix that wrote a file in place would otherwise write into
+    # the installed vLLM, and the check that vLLM's files are unchanged would not see it.
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:  # another file system, or no hard links: a copy
-        shutil.copyfile(source, target)
+    shutil.copyfile(source, target)
 
 
 def build_checkout(
@@ -121,7 +120,7 @@ def build_checkout(
             target = root / package / rel
             if target.exists():
                 continue  # a case's own module of that path stays the case's
-            _link_or_copy(source, target)
+            _copy(source, target)
             have += 1
     if have < files:
         raise BenchError(f"{case.id}: vLLM's {len(corpus)} files fill at most {have} of {files}")
@@ -153,11 +152,11 @@ def run_case(case: ProjectCase, work: Path, corpus: list[tuple[Path, str]], file
         if not findings_ok:
             problems.append(f"check found {found}, the case marks {expected}")
     else:
-        problems.append(f"check exited {check.rc}: {check.stderr.strip()[-200:]}")
+        problems.append(f"check exited {check.rc}: {_last_words(check.stderr)}")
     fix = measure([*cg, "fix", "--isolated", "."], cwd=root, env=env)
     fixes_ok = fix.rc in (0, 1)
     if not fixes_ok:
-        problems.append(f"fix exited {fix.rc}: {fix.stderr.strip()[-200:]}")
+        problems.append(f"fix exited {fix.rc}: {_last_words(fix.stderr)}")
     for module in case.modules():
         if (root / module.rel).read_text(encoding="utf-8") != module.expected_fix():
             fixes_ok = False
@@ -180,6 +179,11 @@ def run_case(case: ProjectCase, work: Path, corpus: list[tuple[Path, str]], file
         fixes_ok=fixes_ok,
         problem="; ".join(problems),
     )
+
+
+def _last_words(stderr: str) -> str:
+    """The end of a command's standard error, on one line."""
+    return " | ".join(stderr.strip().splitlines())[-200:]
 
 
 def table(results: list[Result]) -> str:

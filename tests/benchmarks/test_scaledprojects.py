@@ -75,6 +75,8 @@ def test_the_checkout_holds_the_files_asked_for(tmp_path):
     # vLLM's files fill ``vllm/`` first, then ``vllm_more/``.
     assert len(list((root / "vllm").glob("*.py"))) == 10
     assert len(list((root / "vllm_more").glob("*.py"))) == 15 - 10 - len(case.modules())
+    # Copies: a fix written in place could not reach the corpus (the installed vLLM).
+    assert all(p.stat().st_nlink == 1 for p in (root / "vllm").glob("*.py"))
 
 
 def test_a_finding_outside_the_case_is_reported_and_fails_strict(tmp_path):
