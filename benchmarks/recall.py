@@ -49,7 +49,6 @@ FAMILIES = {
     "imports": "names through imports (aliases, other modules)",
 }
 EARLIER = "other cases (no family prefix)"
-_EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 _FIXIT_REPORT = re.compile(r"^(\S.*?)@(\d+):\d+ PerTokenProfilingBlocks: ", re.M)
 
 
@@ -143,7 +142,9 @@ def write_cases(dest: Path, wanted: list[str] | None) -> list[Unit]:
 
 
 def _expect_lines(rel: str, text: str) -> frozenset[tuple[str, int]]:
-    return frozenset((rel, i) for i, line in enumerate(text.splitlines(), start=1) if _EXPECT.search(line))
+    from cgguard.static.workflow.ruledocs import expected_findings
+
+    return frozenset((rel, line) for line, _ in expected_findings(text))
 
 
 def _relative(path: str, root: Path) -> str | None:

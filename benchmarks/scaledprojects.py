@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -52,7 +51,6 @@ from cgguard.static.workflow.ruledocs import ProjectCase, all_rules  # noqa: E40
 
 CHECK_TARGET_MB = 200
 FIX_TARGET_MB = 250
-_EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 # The packages vLLM's files go under, in order, until the checkout holds the files asked for.
 FILLER_PACKAGES = ("vllm", "vllm_more")
 
@@ -87,16 +85,6 @@ def project_cases(only: str | None) -> list[ProjectCase]:
         for c in rule.project_cases(kind)
     ]
     return [c for c in cases if only is None or only in c.id]
-
-
-def expected_findings(case: ProjectCase) -> list[tuple[str, int, str]]:
-    return sorted(
-        (m.rel, i, match.group(1))
-        for m in case.modules()
-        for i, line in enumerate(m.source().splitlines(), start=1)
-        for match in [_EXPECT.search(line)]
-        if match
-    )
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -147,7 +135,7 @@ def run_case(case: ProjectCase, work: Path, corpus: list[tuple[Path, str]], file
     problems = []
     findings_ok = check.rc in (0, 1)
     if findings_ok:
-        found, expected = _findings(check.stdout), expected_findings(case)
+        found, expected = _findings(check.stdout), case.expected_findings()
         findings_ok = found == expected
         if not findings_ok:
             problems.append(f"check found {found}, the case marks {expected}")

@@ -21,6 +21,16 @@ UPSTREAM_FIXED_RUNNER_EXPR = (
     "        )"
 )
 PRE_FIX_RUNNER_EXPR = "self.compilation_config.max_cudagraph_capture_size or 1"
+# The smallest runner carrying the pre-fix line: one CGG001 finding with a safe fix.
+BUGGY_RUNNER = f"""class GPUModelRunner:
+    def __init__(self, vllm_config):
+        self.compilation_config = vllm_config.compilation_config
+        self.cache_config = vllm_config.cache_config
+
+    def _init_minimal_kv_cache_for_profiling(self) -> None:
+        min_blocks = {PRE_FIX_RUNNER_EXPR}
+        self.cache_config.num_gpu_blocks_override = min_blocks
+"""
 
 
 def installed_vllm_dir() -> Path:

@@ -13,19 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import PRE_FIX_RUNNER_EXPR, REPO
+from tests.conftest import BUGGY_RUNNER, REPO
 
 SCRIPT = REPO / "benchmarks" / "fork_breakdown.py"
-
-RUNNER = f"""class GPUModelRunner:
-    def __init__(self, vllm_config):
-        self.compilation_config = vllm_config.compilation_config
-        self.cache_config = vllm_config.cache_config
-
-    def _init_minimal_kv_cache_for_profiling(self) -> None:
-        min_blocks = {PRE_FIX_RUNNER_EXPR}
-        self.cache_config.num_gpu_blocks_override = min_blocks
-"""
 
 
 def _work(tmp_path: Path) -> Path:
@@ -33,7 +23,7 @@ def _work(tmp_path: Path) -> Path:
     package = work / "tree-buggy" / "worker"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "gpu_model_runner.py").write_text(RUNNER)
+    (package / "gpu_model_runner.py").write_text(BUGGY_RUNNER)
     fork = work / "fork"
     shutil.copytree(work / "tree-buggy", fork / "vllm")
     (fork / "pyproject.toml").write_text('[project]\nname = "fork"\n')

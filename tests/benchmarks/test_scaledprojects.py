@@ -14,22 +14,13 @@ import sys
 from pathlib import Path
 
 from benchmarks import scaledprojects
-from tests.conftest import PRE_FIX_RUNNER_EXPR, REPO
+from tests.conftest import BUGGY_RUNNER, REPO
 
 SCRIPT = REPO / "benchmarks" / "scaledprojects.py"
 CASE = "CGG001/flagged/imports_project_helper/"
 
 BOUNDED = """def profiling_blocks(self):
     return min(self.max_num_reqs, self.compilation_config.max_cudagraph_capture_size) or 1
-"""
-BUGGY = f"""class GPUModelRunner:
-    def __init__(self, vllm_config):
-        self.compilation_config = vllm_config.compilation_config
-        self.cache_config = vllm_config.cache_config
-
-    def _init_minimal_kv_cache_for_profiling(self) -> None:
-        min_blocks = {PRE_FIX_RUNNER_EXPR}
-        self.cache_config.num_gpu_blocks_override = min_blocks
 """
 
 
@@ -82,7 +73,7 @@ def test_the_checkout_holds_the_files_asked_for(tmp_path):
 def test_a_finding_outside_the_case_is_reported_and_fails_strict(tmp_path):
     # A filler file with the bug: check finds more than the case marks, and fix changes
     # one of vLLM's files. Both are said, and --strict exits 1.
-    corpus = _corpus(tmp_path, {"__init__.py": "", "worker/runner.py": BUGGY})
+    corpus = _corpus(tmp_path, {"__init__.py": "", "worker/runner.py": BUGGY_RUNNER})
     result = _run("--files", "6", "--only", CASE, "--corpus", str(corpus), "--strict")
     assert result.returncode == 1, result.stdout + result.stderr
     row = next(line for line in result.stdout.splitlines() if line.startswith(f"| {CASE}"))

@@ -214,7 +214,6 @@ def test_fixit_test_runs_the_rules_own_cases(tmp_path: Path) -> None:
 # ---- project cases: flows across modules, through every front end --------------------
 
 _PROJECT_CASES = [case for rule in all_rules() for case in rule.project_cases()]
-_EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 
 
 @dataclass(frozen=True)
@@ -253,7 +252,7 @@ def test_project_cases_agree_across_front_ends(case, projects: Projects) -> None
     expected = part(projects.checked, where)
     assert bool(expected) == (case.kind == "flagged"), expected
     # Each project found its own root under the shared one: its findings are the lines it marks.
-    marked = {(m.rel, i, code.group(1)) for m in case.modules() for i, line in enumerate(m.source().splitlines(), 1) if (code := _EXPECT.search(line))}
+    marked = set(case.expected_findings())
     assert {(f[0], f[1], f[3]) for f in expected} == marked
     assert isinstance(projects.by_fixit.said, FixitRun)
     assert part(projects.by_fixit.said.findings, where) == expected

@@ -12,10 +12,8 @@ import pytest
 from cgguard.static.driver.check import check_source
 from cgguard.static.driver.run import fix_source_text
 from cgguard.static.source.findings import SAFE
-from cgguard.static.workflow.ruledocs import ProjectCase, RuleCase, all_rules
+from cgguard.static.workflow.ruledocs import ProjectCase, RuleCase, all_rules, expected_findings
 from tests.conftest import run_cgguard
-
-_EXPECT = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 
 
 def _cases(kind: str):
@@ -28,15 +26,6 @@ def _project_cases(kind: str):
     for rule in all_rules():
         for case in rule.project_cases(kind):
             yield pytest.param(case, id=case.id)
-
-
-def _expected(text: str) -> list[tuple[int, str]]:
-    return [
-        (i, m.group(1))
-        for i, line in enumerate(text.splitlines(), start=1)
-        for m in [_EXPECT.search(line)]
-        if m
-    ]
 
 
 def test_every_rule_has_cases_and_docs():
@@ -52,7 +41,7 @@ def test_every_rule_has_cases_and_docs():
 @pytest.mark.parametrize("case", list(_cases("flagged")))
 def test_flagged_case(case: RuleCase):
     code, path, text = case.code, case.path, case.source()
-    expected = _expected(text)
+    expected = expected_findings(text)
     assert expected, f"{path} marks no line with '# expect: {code}'"
     found = check_source(text, str(path))
     assert [(f.line, f.code) for f in found] == expected
@@ -93,13 +82,9 @@ def _cli_findings(root: Path, *paths: str) -> list[tuple[str, int, str]]:
     return sorted((p[2:] if p.startswith("./") else p, line, code) for p, line, code in found)
 
 
-def _project_expected(case: ProjectCase) -> list[tuple[str, int, str]]:
-    return sorted((m.rel, line, code) for m in case.modules() for line, code in _expected(m.source()))
-
-
 @pytest.mark.parametrize("case", list(_project_cases("flagged")))
 def test_flagged_project_case(case: ProjectCase, tmp_path: Path):
-    expected = _project_expected(case)
+    expected = case.expected_findings()
     assert expected, f"{case.folder} marks no line with '# expect: CODE'"
     root = case.write(tmp_path)
     assert _cli_findings(root, ".") == expected
@@ -124,7 +109,7 @@ def test_flagged_project_case(case: ProjectCase, tmp_path: Path):
 @pytest.mark.parametrize("case", list(_project_cases("silent")))
 def test_silent_project_case(case: ProjectCase, tmp_path: Path):
     root = case.write(tmp_path)
-    assert not _project_expected(case), f"{case.folder}: a silent case marks an expected finding"
+    assert not case.expected_findings(), f"{case.folder}: a silent case marks an expected finding"
     assert _cli_findings(root, ".") == []
     for module in case.modules():
         assert _cli_findings(root, module.rel) == [], module.rel

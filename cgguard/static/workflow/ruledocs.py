@@ -32,15 +32,28 @@ Installed wheels carry the folder as ``cgguard/_rules``; a source checkout reads
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 CASE_SUFFIX = ".pycase"
+# What marks a line of a case that must hold a finding: ``# expect: CODE``.
+EXPECT_MARK = re.compile(r"#\s*expect:\s*(CGG\d{3})")
 # The line (an HTML comment: invisible where markdown is rendered) between a rule's page and
 # its reference.
 REFERENCE = "<!-- reference: "
 FIXED_SUFFIX = ".fixed" + CASE_SUFFIX
 CASE_KINDS = ("flagged", "silent")
+
+
+def expected_findings(text: str) -> list[tuple[int, str]]:
+    """(line, code) of each line of a case's text marked ``# expect: CODE``, in order."""
+    return [
+        (i, m.group(1))
+        for i, line in enumerate(text.splitlines(), start=1)
+        for m in [EXPECT_MARK.search(line)]
+        if m
+    ]
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,14 @@ class ProjectCase:
             fixed = path.with_name(path.name[: -len(CASE_SUFFIX)] + FIXED_SUFFIX)
             out.append(CaseModule(rel + ".py", path, fixed if fixed.is_file() else None))
         return out
+
+    def expected_findings(self) -> list[tuple[str, int, str]]:
+        """(module path, line, code) of every line its modules mark ``# expect: CODE``, sorted."""
+        return sorted(
+            (m.rel, line, code)
+            for m in self.modules()
+            for line, code in expected_findings(m.source())
+        )
 
     def write(self, dest: Path) -> Path:
         """Write the project as Python files under ``dest/<name>``; returns that root."""
