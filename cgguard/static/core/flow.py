@@ -11,8 +11,10 @@ afterwards only if it is bounded on every path that goes on), loops run twice, a
 handler starts from the join of every point of its ``try`` body, and ``return``/``raise`` end
 a path. What calls do is asked of a :class:`Resolver` (the program's summaries).
 
-:class:`ScopeFlow` walks the statements and the expressions in them, and puts together the
-parts that each do one job, sharing the scope's live state (:mod:`.flowstate`):
+:class:`ScopeFlow` is one lane of that walk: one model's state and findings. The control flow
+is :class:`~.controlflow.Walker`'s, which walks the statements once for one lane or several
+side by side; a lane does what each statement does to its state, walks the expressions in
+it, and puts together the parts that each do one job, sharing the scope's live state (:mod:`.flowstate`):
 
 - :mod:`.taint`: the values followed and what is found (``Taint``, ``Hit``, ``Summary``);
 - :mod:`.transfer`: what an expression carries (``taint_of``); :mod:`.units`: the unit of a
@@ -27,11 +29,11 @@ The names other modules use are importable from here, as before the split.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from cgguard.static.core import ir
+from cgguard.static.core.controlflow import Walker
 from cgguard.static.core.fixsite import FixSite
-from cgguard.static.core.flowstate import State, Watched, join
+from cgguard.static.core.flowstate import State, Watched
 from cgguard.static.core.outputs import Outputs
 from cgguard.static.core.patterns import Model, dotted, last_name
 from cgguard.static.core.resolver import ClassFacts, NoResolver, Passed, Resolver
@@ -193,40 +195,36 @@ class ScopeFlow:
         self.dead = state.dead
 
     def run(self, body: Sequence[ir.Stmt]) -> list[Hit]:
-        for stmt in body:
-            if self.dead:
-                break
-            self.stmt(stmt)
+        """Walk ``body`` for this flow alone (:class:`~.controlflow.Walker` walks several)."""
+        Walker((self,)).run(body)
         return self.hits
 
-    def branch(self, start: State, body: Sequence[ir.Stmt], bound: str | None = None) -> State:
-        self.restore(start)
-        if bound is not None and not self.dead:
-            self.env[bound] = Count(self.model.bound_label, bound=True)
-        self.run(body)
-        return self.snapshot()
-
-    def _define(self, name: str, func: ir.FunctionDef | None) -> None:
+    def define(self, name: str, func: ir.FunctionDef | None) -> None:
         """The scope's ``name`` calls ``func`` from here on (see :meth:`Resolver.define`):
         what a call of it gives may change, so taint_of's answers are dropped."""
         self.resolver.define(name, func)
         self.memo.clear()
 
-    def stmt(self, node: ir.Stmt) -> None:
-        if isinstance(node, ir.FunctionDef):
-            # A helper defined in the scope (a closure doing the override for its caller):
-            # its calls below are resolved to it, as a module's functions are.
-            self._define(node.name, node)
+    def loop_head(self, node: ir.While | ir.For) -> None:
+        """What a loop's head does before its body: its test, or its iterable and target
+        (one element of a list of sources is one size of the list)."""
+        if isinstance(node, ir.While):
+            self.expr(node.test)
             return
-        if isinstance(node, ir.ClassDef):
-            self._define(node.name, None)
-            return
-        self.sinks.current_stmt = node
+        self.expr(node.iter)
+        self.forget(node.target)
+        if isinstance(node.target, ir.Name) and self.source_list(node.iter):
+            self.env[node.target.id] = SOURCE_ELEMENT  # one size of the list
+            self.aliases[node.target.id] = node.iter
+
+    def simple(self, node: ir.Stmt) -> None:
+        """What a statement without a block does to the state: an assignment, an
+        augmented one, an expression, anything else's expressions (``del``, ``assert``)."""
         if isinstance(node, ir.Assign):
             self.expr(node.value)
             for target in node.targets:
                 if isinstance(target, ir.Name):
-                    self._define(target.id, lambda_function(target.id, node.value))
+                    self.define(target.id, lambda_function(target.id, node.value))
                 if self.assign_call(target, node.value):
                     continue
                 for name, value in unpack_pairs(target, node.value):
@@ -234,76 +232,12 @@ class ScopeFlow:
                         self.forget(name)
                     else:
                         self.assign(name, value, element_parent(node.value, value))
-        elif isinstance(node, ir.Return):
-            if node.value is not None:
-                self.expr(node.value)
-                self.returned(node)
-            self.dead = True
-        elif isinstance(node, ir.Other) and node.kind == "raise":
-            for child in node.exprs:
-                self.expr(child)
-            self.dead = True
         elif isinstance(node, ir.AugAssign):
             self.expr(node.value)
             key = dotted(node.target)
             taint = self.taint_of(node.value)
             if key is not None and taint is not None and not isinstance(self.env.get(key), Taint):
                 self.env[key] = taint
-        elif isinstance(node, ir.If):
-            self.expr(node.test)
-            body_bound, else_bound = self.clamped(node.test)
-            pre = self.snapshot()
-            taken = self.branch(pre, node.body, body_bound)
-            other = self.branch(pre, node.orelse, else_bound)
-            self.restore(join(taken, other))
-        elif isinstance(node, ir.While | ir.For):
-            if isinstance(node, ir.While):
-                self.expr(node.test)
-            else:
-                self.expr(node.iter)
-                self.forget(node.target)
-                if isinstance(node.target, ir.Name) and self.source_list(node.iter):
-                    self.env[node.target.id] = SOURCE_ELEMENT  # one size of the list
-                    self.aliases[node.target.id] = node.iter
-            pre = self.snapshot()
-            state = pre
-            for _ in range(2):
-                after = self.branch(join(pre, state), node.body)
-                state = join(state, after)
-            self.restore(join(pre, state))
-            self.run(node.orelse)
-        elif isinstance(node, ir.Try):
-            pre = self.snapshot()
-            anywhere = [pre]
-            for stmt in node.body:
-                if self.dead:
-                    break
-                self.stmt(stmt)
-                anywhere.append(self.snapshot())
-            body_end = self.snapshot()
-            handler_start = join(*[replace(s, dead=False) for s in anywhere])
-            outs = [self.branch(body_end, node.orelse)]
-            for handler in node.handlers:
-                outs.append(self.branch(handler_start, handler.body))
-            self.restore(join(*outs))
-            if node.finalbody:
-                dead = self.dead
-                self.dead = False
-                self.run(node.finalbody)
-                self.dead = self.dead or dead
-        elif isinstance(node, ir.With):
-            for item in node.items:
-                self.expr(item.context)
-                if item.target is not None:
-                    self.forget(item.target)
-            self.run(node.body)
-        elif isinstance(node, ir.Match):
-            self.expr(node.subject)
-            pre = self.snapshot()
-            outs = [pre]
-            for case in node.cases:
-                outs.append(self.branch(pre, case.body))
-            self.restore(join(*outs))
         elif isinstance(node, ir.ExprStmt):
             self.expr(node.value)
         elif isinstance(node, ir.Other):
