@@ -143,13 +143,13 @@ def test_the_drafters_count_is_followed_through_the_data_parallel_sync():
     (``(num_tokens, across, _) = self.runner._sync_metadata_across_dp(num_tokens, ...)``): the
     sync's first element carries the count (``tuple_passthrough_calls``), and the dummy
     run's parameter is where it enters (``source_params``). Without either row, no finding."""
-    from cgguard.static.core.program import Program
+    from cgguard.static.core.analysis import Analysis
 
     released = DRAFTER_0_23_0.read_text()
     model = cgg003.model()
 
     def lines(m) -> list[int]:
-        program = Program(m)
+        program = Analysis(m)
         return sorted(h.node.span.line for h in program.hits(program.add("p.py", released)))
 
     assert lines(model) == [69]
@@ -195,10 +195,10 @@ def test_flashinfers_release_is_flagged_before_its_bound_counts_tokens_and_silen
     assert _cgg003(fixed, "flashinfer.py") == []
     # The product alone is what makes it silent: without the model's converting factors
     # the fixed release is flagged too.
-    from cgguard.static.core.program import Program
+    from cgguard.static.core.analysis import Analysis
 
     def lines(m) -> list[int]:
-        program = Program(m)
+        program = Analysis(m)
         return sorted(h.node.span.line for h in program.hits(program.add("f.py", fixed)))
 
     assert lines(cgg003.requests_model()) == []

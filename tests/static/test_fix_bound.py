@@ -12,7 +12,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from cgguard.static.core.program import Program
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.rules import model
 from tests.conftest import REPO
 
@@ -38,7 +38,7 @@ def profile(vllm_config):
 def _requests(source_model, tmp_path: Path) -> dict[int, tuple[str | None, bool]]:
     path = tmp_path / "runner.py"
     path.write_text(RUNNER)
-    program = Program(source_model)
+    program = Analysis(source_model)
     return {
         h.node.span.line: (h.request, h.guessed)
         for h in program.hits(program.add(str(path), RUNNER))

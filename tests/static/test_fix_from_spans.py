@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cgguard.static.core import ir, pyast
-from cgguard.static.core.program import Program
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.driver.report import finding
 from cgguard.static.fixes import site as sites
 from cgguard.static.fixes.edit import bound_text, text_edit
@@ -29,7 +29,7 @@ CASES = [case for rule in all_rules() for case in rule.cases()]
 
 
 def _hits(text: str, path: Path) -> list:
-    program = Program(MODEL, str(path.parent))
+    program = Analysis(MODEL, str(path.parent))
     return program.hits(program.add(str(path), text))
 
 

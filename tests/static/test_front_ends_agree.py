@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cgguard.static.core import cst_frontend, ir, pyast
-from cgguard.static.core.program import Program
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.driver.prefilter import has_needle
 from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
 from cgguard.static.rules.model import MODEL
@@ -134,7 +134,7 @@ def test_every_prefiltered_vllm_file_lowers_the_same_through_both(vllm_dir: Path
 
 def _hits(path: Path, lower) -> list[tuple]:
     text = path.read_text(encoding="utf-8")
-    program = Program(MODEL, str(path.parent), lower=lower)
+    program = Analysis(MODEL, str(path.parent), lower=lower)
     hits = program.hits(program.add(str(path), text))
     return sorted(
         (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cgguard.static.core.program import Program
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.rules.model import model
 
 
@@ -31,7 +31,7 @@ from cgguard.static.rules.model import model
 def test_what_can_bind_a_name(tmp_path: Path, text: str, bound: bool) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (tmp_path / "m.py").write_text(text)
-    program = Program(model(), str(tmp_path))
+    program = Analysis(model(), str(tmp_path))
     assert program.may_bind_function("m", "cap") is bound
     # ``m.cap()`` needs a def of its own.
     assert program.may_bind_function("m", "cap", def_only=True) is text.lstrip().startswith(
@@ -57,7 +57,7 @@ def test_a_class_imported_from_a_module_is_not_lowered_to_resolve_a_call(tmp_pat
         "        self.batch = InputBatch(self.max_num_reqs)\n"
         "        self.cache_config.num_gpu_blocks_override = graph_tokens(self.c) or 1\n"
     )
-    program = Program(model(), str(tmp_path))
+    program = Analysis(model(), str(tmp_path))
     module = program.add(str(tmp_path / "pkg" / "runner.py"), runner)
     # Every use of the helper is a block count: the finding sits at its return.
     hits = [(Path(h.path or module.path).name, h.node.span.line) for h in program.hits(module)]

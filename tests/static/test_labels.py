@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cgguard.static.core import pyast
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.core.flow import ScopeFlow
-from cgguard.static.core.program import Program
 from cgguard.static.rules import model
 from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS, CONFIGURATIONS
 from tests.conftest import REPO
@@ -59,7 +59,7 @@ def _strings(path: Path) -> set[str]:
 def _labels_by_line(source_model, tmp_path: Path) -> dict[int, frozenset[str]]:
     path = tmp_path / "plugin.py"
     path.write_text(SOURCE)
-    program = Program(source_model)
+    program = Analysis(source_model)
     hits = program.hits(program.add(str(path), SOURCE))
     return {h.node.span.line: h.labels for h in hits}
 
@@ -200,7 +200,7 @@ def the_fix_takes_a_local(cc, cache_config, scheduler):
 def _count_hits(source_model, tmp_path: Path) -> list[tuple[int, frozenset[str], str | None]]:
     path = tmp_path / "plugin.py"
     path.write_text(COUNTS)
-    program = Program(source_model)
+    program = Analysis(source_model)
     hits = program.hits(program.add(str(path), COUNTS))
     return sorted((h.node.span.line, h.labels, h.request) for h in hits)
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.core.patterns import ParamSink
-from cgguard.static.core.program import Program
 from cgguard.static.rules.model import MODEL, NEEDLES, SOURCE_NAMES
 
 RULES = Path(__file__).resolve().parents[2] / "rules"
 
 
 def _hit_lines(model, text: str) -> list[int]:
-    program = Program(model)
+    program = Analysis(model)
     return sorted(h.node.span.line for h in program.hits(program.add("plugin.py", text)))
 
 

@@ -85,7 +85,7 @@ def test_the_sink_callees_are_found_through_a_helper_that_names_no_sink(tmp_path
     pkg = _fork(tmp_path)
     context = RunContext()
     root = str(tmp_path)
-    reach = context.program(root, CAPTURE_SIZE_BLOCKS).sink_reach(
+    reach = context.analysis(root, CAPTURE_SIZE_BLOCKS).sink_reach(
         CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word
     )
     # ``log_blocks`` names the sink word but hands its parameter to none.
@@ -120,7 +120,7 @@ def test_a_string_naming_a_sink_word_is_no_sink_callee(tmp_path):
     (pkg / "uses_fixture.py").write_text(USES_FIXTURE)
     reach = (
         RunContext()
-        .program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+        .analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS)
         .sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
     )
     assert reach.callees() == {"set_profiling_blocks", "reserve", "reserve_blocks", "reserve_one"}
@@ -186,7 +186,7 @@ def test_which_imports_can_call_into_a_module(tmp_path, importer, reaches):
     )
     reach = (
         RunContext()
-        .program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+        .analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS)
         .sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
     )
     path = pkg / "limits.py"
@@ -223,7 +223,7 @@ def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path
     monkeypatch.setattr(parallel, "_IN_CHILD", False)
     monkeypatch.setattr(parallel, "_SHARING", True)
     parent = RunContext()
-    program = parent.program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+    program = parent.analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS)
     assert program._derived_sink_callees() == {"set_profiling_blocks", "reserve"}
     key = (str(tmp_path), CAPTURE_SIZE_BLOCKS.name)
     assert list(sent) == [key]
@@ -237,9 +237,9 @@ def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path
     monkeypatch.setattr(parallel, "_IN_CHILD", True)
     monkeypatch.setattr(parallel, "_FACTS_IN", dict(sent))
     read: list[str] = []
-    real_read = child.program(str(tmp_path), CAPTURE_SIZE_BLOCKS).index.read_bytes
+    real_read = child.analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS).index.read_bytes
     monkeypatch.setattr(
-        child.program(str(tmp_path), CAPTURE_SIZE_BLOCKS).index,
+        child.analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS).index,
         "read_bytes",
         lambda path: read.append(path) or real_read(path),
     )
@@ -250,7 +250,7 @@ def test_the_parent_works_out_the_sink_callees_and_the_child_takes_them(tmp_path
     assert child.may_reach_a_sink(helpers.read_bytes(), str(helpers), screening=True)
     # Outside a shared run, nothing is worked out for a walk that asks.
     monkeypatch.setattr(parallel, "_IN_CHILD", False)
-    alone = RunContext().program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+    alone = RunContext().analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS)
     assert alone._derived_sink_callees() is None
 
 
@@ -279,7 +279,7 @@ def test_a_function_named_in_other_letters_is_found_by_its_whole_name(tmp_path):
     )
     reach = (
         RunContext()
-        .program(str(tmp_path), CAPTURE_SIZE_BLOCKS)
+        .analysis(str(tmp_path), CAPTURE_SIZE_BLOCKS)
         .sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
     )
     path = pkg / "größen.py"

@@ -1,6 +1,6 @@
 """A module that imports nothing from its project is walked first only where its scopes name
-a sink word, or a function of the module that reaches one (``core/hits.py``,
-``ModuleHits._may_hit``): where none of those walks makes a hit, the module has none, and its
+a sink word, or a function of the module that reaches one (``core/modulepass.py``,
+``_may_hit``, asking ``ModuleHits.hit_words``): where none of those walks makes a hit, the module has none, and its
 other scopes (the capture size feeding token buffers) are not walked at all. Where one does,
 the module is walked as before, so its findings, their fixes and what makes a fix unsafe are
 unchanged. A count handed to a function of the module through another name than its own is
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from cgguard.static.core import modulepass
 from cgguard.static.core import summaries as summaries_module
 from cgguard.static.driver.check import check_source
 
@@ -30,15 +31,18 @@ SILENT = (
 
 
 def _walked(monkeypatch) -> list[str]:
+    """The functions walked for the module's hits (asked with ``walk``), by name: through a
+    summary (``Summaries.function_flow``) or by the module's pass, for its lanes at once."""
     walked: list[str] = []
-    real = summaries_module.Summaries.function_flow
+    real = summaries_module.function_flows
 
-    def recording(self, func, *, walk=False, reading=None):
+    def recording(asked, *, walk=False, reading=None):
         if walk:
-            walked.append(func.name)
-        return real(self, func, walk=walk, reading=reading)
+            walked.extend(func.name for _, func in asked)
+        return real(asked, walk=walk, reading=reading)
 
-    monkeypatch.setattr(summaries_module.Summaries, "function_flow", recording)
+    monkeypatch.setattr(summaries_module, "function_flows", recording)
+    monkeypatch.setattr(modulepass, "function_flows", recording)
     return walked
 
 
@@ -125,7 +129,7 @@ def _context_with_callees(pkg):
     from cgguard.static.rules.configs import CAPTURE_SIZE_BLOCKS
 
     context = RunContext()
-    program = context.program(str(pkg.parent), CAPTURE_SIZE_BLOCKS)
+    program = context.analysis(str(pkg.parent), CAPTURE_SIZE_BLOCKS)
     reach = program.sink_reach(CAPTURE_SIZE_BLOCKS.sink_words, CAPTURE_SIZE_BLOCKS.mentions_sink_word)
     assert reach.callees() == {"set_blocks"}
     return context

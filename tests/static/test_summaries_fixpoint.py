@@ -3,7 +3,7 @@ of a guess that turned out wrong are computed again, and nothing else is."""
 
 from __future__ import annotations
 
-from cgguard.static.core.program import Program
+from cgguard.static.core.analysis import Analysis
 from cgguard.static.rules.model import model
 
 TEXT = '''\
@@ -24,7 +24,7 @@ class NPUModelRunner(GPUModelRunner):
 '''
 
 
-class CountingProgram(Program):
+class CountingAnalysis(Analysis):
     def __init__(self) -> None:
         super().__init__(model(), None)
         self.rounds_run = 0
@@ -35,7 +35,7 @@ class CountingProgram(Program):
 
 
 def test_a_member_read_back_while_it_is_set_is_found_in_a_second_round() -> None:
-    program = CountingProgram()
+    program = CountingAnalysis()
     module = program.add("/fork/runner.py", TEXT)
     hits = program.hits(module)
     assert [h.node.span.line for h in hits] == [10]
@@ -43,7 +43,7 @@ def test_a_member_read_back_while_it_is_set_is_found_in_a_second_round() -> None
 
 
 def test_summaries_no_wrong_guess_reached_are_kept() -> None:
-    program = CountingProgram()
+    program = CountingAnalysis()
     module = program.add("/fork/runner.py", TEXT)
     unrelated = module.classes["NPUModelRunner"].methods["unrelated"]
     make = module.classes["NPUModelRunner"].methods["make_input_ids"]
@@ -64,7 +64,7 @@ def test_summaries_no_wrong_guess_reached_are_kept() -> None:
 
 
 def test_a_module_without_recursion_takes_one_round() -> None:
-    program = CountingProgram()
+    program = CountingAnalysis()
     text = TEXT.replace("        self.graph_input_ids = self.make_input_ids()\n", "")
     # The sink takes a helper's return: its summary reads nothing being computed.
     text = text.replace("self.graph_tokens or 1", "self.graph_size() or 1") + (
@@ -81,7 +81,7 @@ def test_a_member_summarised_inside_its_readers_walk_takes_at_most_a_second_roun
     walked before the one that sets it: the setter is summarised inside the reader's walk,
     reads the member's summary while it is computed, and the module takes a second round,
     never more, with the same hits."""
-    program = CountingProgram()
+    program = CountingAnalysis()
     text = TEXT.replace("        self.graph_input_ids = self.make_input_ids()\n", "")
     module = program.add("/fork/runner.py", text)
     assert [h.node.span.line for h in program.hits(module)] == [9]

@@ -12,7 +12,7 @@ computes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -68,21 +68,7 @@ class Fixpoint:
         """``run()`` (a module's hits), again with the last round's summaries as guesses
         wherever a summary was read while it was computed and turned out otherwise, until
         they settle (at most :data:`MAX_ROUNDS` rounds)."""
-        if self.rounds:
-            return run()  # inside a round (a helper's landing hits)
-        self.busy_reads.clear()  # another module's rounds settled what they read
-        found: T
-        for _ in range(MAX_ROUNDS):
-            self.rounds += 1
-            try:
-                found = run()
-                changed = self.unsettled()
-            finally:
-                self.rounds -= 1
-            if not changed:
-                break
-            self.invalidate(changed)
-        return found
+        return settle_lanes([self], lambda lanes: [run()])[0]
 
     def busy(self, key: tuple) -> object:
         """What a read of a summary being computed gets: its guess, remembered."""
@@ -159,6 +145,37 @@ class Fixpoint:
         }
         self.guesses.update(changed)
         return set(changed)
+
+
+def settle_lanes(fixpoints: Sequence[Fixpoint], run: Callable[[list[int]], list[T]]) -> list[T]:
+    """:meth:`Fixpoint.settle` for several lanes at once, each with its own fixpoint:
+    ``run(lanes)`` gives the result of each lane listed (by its place in ``fixpoints``), in
+    one pass for all of them. A lane whose round settled is done; the others run again
+    together. A lane asked inside one of its own rounds (a helper's landing hits) runs once."""
+    found: list = [None] * len(fixpoints)
+    inside = {at for at, fixpoint in enumerate(fixpoints) if fixpoint.rounds}
+    for at, fixpoint in enumerate(fixpoints):
+        if at not in inside:
+            fixpoint.busy_reads.clear()  # another module's rounds settled what they read
+    todo = list(range(len(fixpoints)))
+    for _ in range(MAX_ROUNDS):
+        rounding = [at for at in todo if at not in inside]
+        changed: dict[int, set[tuple]] = {}
+        for at in rounding:
+            fixpoints[at].rounds += 1
+        try:
+            for at, result in zip(todo, run(todo)):
+                found[at] = result
+            changed = {at: fixpoints[at].unsettled() for at in rounding}
+        finally:
+            for at in rounding:
+                fixpoints[at].rounds -= 1
+        todo = [at for at in rounding if changed[at]]
+        for at in todo:
+            fixpoints[at].invalidate(changed[at])
+        if not todo:
+            break
+    return found
 
 
 def gist(key: tuple, summary: object) -> object:

@@ -1,8 +1,8 @@
-"""A module's hits: its scopes walked where their text holds a word that can carry a count
-(a source's name, or one another module lends: :mod:`.lending`), the hits placed
-(:mod:`.placement`), marked where a flow tests the source for None, and settled to a fixpoint
-of the summaries they read (:class:`~.fixpoint.Fixpoint`). Also the hits that land in a
-module from the project's modules that import its helpers."""
+"""What one lane (one model's reading of a project) asks to find a module's hits: the words
+a scope must name to make a hit, a flow of a class's or the module's own statements, and
+the hits marked where a flow tests the source for None. :mod:`.modulepass` walks the
+scopes, for every lane side by side, places the hits (:mod:`.placement`) and settles them
+to a fixpoint of the summaries they read (:class:`~.fixpoint.Fixpoint`)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ from cgguard.static.core.summaries import Summaries
 from cgguard.static.core.walks import (
     all_functions,
     block_stmts,
-    class_and_module_scopes,
-    functions_inside,
 )
 from cgguard.static.core.words import mentions
 
@@ -44,68 +42,17 @@ class ModuleHits:
         # worked out already (:mod:`.sinkreach`); None where not.
         self.sink_callees = sink_callees
 
-    def hits(self, module: ModuleInfo) -> list[Hit]:
-        """Every hit in ``module``'s own code, helpers' counts followed to their callers.
-
-        Only scopes whose text names a source, or a member found to carry one, are walked:
-        the rest cannot hold a hit (what they call is summarised when a walk asks). Where a
-        summary was read while it was computed (recursion) and turned out otherwise, the
-        summaries are computed again with the last round's as guesses, until they settle.
-        """
-        return self.fixpoint.settle(lambda: self.once(module))
-
-    def once(self, module: ModuleInfo) -> list[Hit]:
-        if not self._may_hit(module):
-            return []
-        lines = self.index.lines(module)
-        words = set(self.index.source_words) | self.lending.imported_words(module)
-        funcs = list(all_functions(module))
-        flows: list[tuple[ScopeFlow, FunctionInfo | None]] = []
-        done: set[int] = set()
-        for _ in range(64):
-            todo = [
-                f for f in funcs if id(f.node) not in done and mentions(lines, f.node.span, words)
-            ]
-            if not todo:
-                break
-            for func in todo:
-                done.add(id(func.node))
-                funcs.extend(functions_inside(func, lines))
-                flow = self.summaries.function_flow(func, walk=True)
-                if flow is None:
-                    continue
-                flows.append((flow, func))
-                if flow.returns or flow.returns_list:
-                    words.add(func.name)
-                words.update(st.attr for st in flow.stored if st.attr)
-                words.update(flow.stored_lists)
-        for scope, cls in class_and_module_scopes(module):
-            # The scope's own statements: its functions and classes are scopes of their own.
-            stmts = tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef))
-            if not any(mentions(lines, st.span, words) for st in stmts):
-                continue
-            flow = ScopeFlow(
-                self.model,
-                None,
-                (),
-                ScopeResolver(self.summaries, module, self._class_info(module, cls)),
-                function=False,
-            )
-            flow.run(stmts)
-            flows.append((flow, None))
-        return self._none_tested(self.placement.place(module, flows), flows)
-
-    def _may_hit(self, module: ModuleInfo) -> bool:
-        """Can a walk of the module find a hit? A hit is made where a
-        count reaches a sink, and every sink names a sink word of the model where it is
-        reached (a stored or compared name, a callee whose parameter is a sink), or where
-        a call hands a count to a function of the module one of whose parameters reaches
-        one: the call names that function (or a name bound to it at the module's or a
-        class's top level). So only the scopes whose text names such a word can make a
-        hit: they are walked first, each as the full walk walks it (the flows are the
-        same, and kept for it), and where none makes one the module has none. A
-        function called by other means than its name (``__call__``, ``__setitem__``)
-        names no word at its call: where one names a word, every scope may hit.
+    def hit_words(self, module: ModuleInfo) -> set[str] | None:
+        """The words a scope of the module must name to make a hit; None where any scope
+        may make one. A hit is made where a count reaches a sink, and every sink names a
+        sink word of the model where it is reached (a stored or compared name, a callee
+        whose parameter is a sink), or where a call hands a count to a function of the
+        module one of whose parameters reaches one: the call names that function (or a
+        name bound to it at the module's or a class's top level). So only the scopes whose
+        text names such a word can make a hit (:func:`.modulepass.once` walks them first,
+        and where none makes one the module has none). A function called by other means
+        than its name (``__call__``, ``__setitem__``) names no word at its call: where one
+        names a word, every scope may hit.
 
         A module that imports from its project can hand a count to a function of another
         module (imported, inherited, a method of an object it holds): the project's sink
@@ -116,34 +63,25 @@ class ModuleHits:
         if imported:
             known = self.sink_callees()
             if known is None:
-                return True
+                return None
             callees = known
         lines = self.index.lines(module)
         words = self._sink_reaching_words(module, lines, callees)
         if words is None:
-            return True
+            return None
         # ``from m import callee as name``: the module calls it by that name.
         words |= {local for local, attr in imported if attr is not None and attr in callees}
-        for func in all_functions(module):
-            if mentions(lines, func.node.span, words):
-                flow = self.summaries.function_flow(func, walk=True)
-                if flow is not None and flow.hits:
-                    return True
-        for scope, cls in class_and_module_scopes(module):
-            stmts = tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef))
-            if not any(mentions(lines, st.span, words) for st in stmts):
-                continue
-            flow = ScopeFlow(
-                self.model,
-                None,
-                (),
-                ScopeResolver(self.summaries, module, self._class_info(module, cls)),
-                function=False,
-            )
-            flow.run(stmts)
-            if flow.hits:
-                return True
-        return False
+        return words
+
+    def scope_flow(self, module: ModuleInfo, cls: ir.ClassDef | None) -> ScopeFlow:
+        """A flow of the module's or one of its classes' own statements, not walked yet."""
+        return ScopeFlow(
+            self.model,
+            None,
+            (),
+            ScopeResolver(self.summaries, module, self._class_info(module, cls)),
+            function=False,
+        )
 
     def _project_imports(self, module: ModuleInfo) -> list[tuple[str, str | None]]:
         """The names the module's import statements (at any depth: its outline's) bind from
@@ -196,7 +134,7 @@ class ModuleHits:
                 return words
             words |= new
 
-    def _none_tested(
+    def none_tested(
         self, hits: list[Hit], flows: list[tuple[ScopeFlow, FunctionInfo | None]]
     ) -> list[Hit]:
         """Mark the hits whose source's value some flow read so far tests for None (the
@@ -221,36 +159,6 @@ class ModuleHits:
             return hit.path is None and source_name(hit.source) in names
 
         return [replace(h, none_tested=True) if marked(h) else h for h in hits]
-
-    def landing_hits(self, module: ModuleInfo) -> list[Hit]:
-        """Hits that land in ``module`` from the project's other modules: at the return of a
-        helper of it that every importer takes as a block count."""
-        names = set()
-        for func in module.functions.values():
-            if not mentions(self.index.lines(module), func.node.span, set(self.index.source_words)):
-                continue
-            summary = self.summaries.summary(func)
-            if summary is not None:
-                names.add(func.name)
-        if not names or self.index.root is None or module.dotted is None:
-            return []
-        found: list[Hit] = []
-        leaf = module.dotted.rsplit(".", 1)[-1]
-        # Asked of each file's bytes: a UTF-8 text holds a word exactly where its bytes hold
-        # the word's, and most files are never decoded.
-        helpers = [n.encode() for n in sorted(names)]
-        for path in self.index.project_files():
-            if path == module.path:
-                continue
-            data = self.index.read_bytes(path)
-            if data is None or b"import" not in data or leaf.encode() not in data:
-                continue
-            if not any(n in data for n in helpers):
-                continue
-            other = self.index.module_at(path)
-            if other is not None:
-                found += [h for h in self.hits(other) if h.path == module.path]
-        return found
 
     def _class_info(self, module: ModuleInfo, node: ir.ClassDef | None) -> ClassInfo | None:
         if node is None:

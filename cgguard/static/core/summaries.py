@@ -7,12 +7,13 @@ not walked for it (:meth:`Summaries._worth`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 from cgguard.static.core import ir
 from cgguard.static.core.calls import Calls
 from cgguard.static.core.classes import Classes
+from cgguard.static.core.controlflow import Walker
 from cgguard.static.core.fixpoint import Fixpoint, FunctionFacts
 from cgguard.static.core.flow import FunctionInfo, Passed, ScopeFlow, Summary
 from cgguard.static.core.patterns import Model
@@ -46,35 +47,21 @@ class Summaries:
         one whose text shows it can carry nothing, unless ``walk`` (its module's hits).
         ``reading``: the part of it the caller looks at (``("returns", id)``, ``("stored",
         id, attr)``): a read while it is computed then waits only on that part."""
-        key = ("flow", id(func.node))
-        facts = self.fixpoint.facts.setdefault(id(func.node), FunctionFacts())
-        if facts.busy:
-            return self.fixpoint.busy(reading or key)  # type: ignore[return-value]
-        if facts.flow is not None:
-            self.fixpoint.note(reading or key)
-            return facts.flow
-        if not walk and not self._worth(func):
+        return function_flows([(self, func)], walk=walk, reading=reading)[0]
+
+    def new_flow(self, func: FunctionInfo) -> ScopeFlow | None:
+        """A flow of the function's own body, not walked yet (None: its module unreadable)."""
+        module = self.index.module_at(func.path)
+        if module is None:
             return None
-        facts.busy = True
-        self.fixpoint.computing(key)
-        try:
-            module = self.index.module_at(func.path)
-            if module is None:
-                return None
-            self.index.local_imports(module, func)
-            cls = self.classes.class_of(func)
-            flow = ScopeFlow(
-                self.model,
-                ClassFactsView(self.classes, cls) if cls is not None else None,
-                func.node.params,
-                ScopeResolver(self, module, cls),
-            )
-            flow.run(ir.body_of(func.node))
-            facts.flow = flow
-        finally:
-            facts.busy = False
-            self.fixpoint.computed(key)
-        return facts.flow
+        self.index.local_imports(module, func)
+        cls = self.classes.class_of(func)
+        return ScopeFlow(
+            self.model,
+            ClassFactsView(self.classes, cls) if cls is not None else None,
+            func.node.params,
+            ScopeResolver(self, module, cls),
+        )
 
     def param_flow(self, func: FunctionInfo, param: str, listed: bool = False) -> ScopeFlow | None:
         """The function's flow with ``param`` carrying a count of its own (``listed``: a list
@@ -352,6 +339,54 @@ class Summaries:
                 flow = self.param_flow(func, param)
                 if flow is not None:
                     yield arg, flow
+
+
+def function_flows(
+    asked: Sequence[tuple[Summaries, FunctionInfo]],
+    *,
+    walk: bool = False,
+    reading: tuple | None = None,
+) -> list[ScopeFlow | None]:
+    """:meth:`Summaries.function_flow` of one function (the same node in each of ``asked``)
+    for several lanes at once: the lanes that have not computed it walk its body side by
+    side, in one walk (:class:`~.controlflow.Walker`). Each lane's summaries, guesses and
+    readers are its own, asked in the order its own walk would ask them."""
+    out: list[ScopeFlow | None] = [None] * len(asked)
+    computing: list[tuple[Summaries, FunctionFacts, tuple]] = []
+    fresh: list[tuple[int, FunctionFacts, ScopeFlow]] = []
+    try:
+        for at, (summaries, func) in enumerate(asked):
+            key = ("flow", id(func.node))
+            fixpoint = summaries.fixpoint
+            facts = fixpoint.facts.setdefault(id(func.node), FunctionFacts())
+            if facts.busy:
+                out[at] = fixpoint.busy(reading or key)  # type: ignore[call-overload]
+                continue
+            if facts.flow is not None:
+                fixpoint.note(reading or key)
+                out[at] = facts.flow
+                continue
+            if not walk and not summaries._worth(func):
+                continue
+            facts.busy = True
+            fixpoint.computing(key)
+            computing.append((summaries, facts, key))
+            flow = summaries.new_flow(func)
+            if flow is None:
+                facts.busy = False  # done: nothing to walk (as a walk of it alone ends)
+                fixpoint.computed(key)
+                computing.pop()
+                continue
+            fresh.append((at, facts, flow))
+        if fresh:
+            Walker([flow for _, _, flow in fresh]).run(ir.body_of(asked[fresh[0][0]][1].node))
+            for at, facts, flow in fresh:
+                facts.flow = out[at] = flow
+    finally:
+        for summaries, facts, key in computing:
+            facts.busy = False
+            summaries.fixpoint.computed(key)
+    return out
 
 
 def _passable(func: FunctionInfo) -> list[str]:

@@ -47,23 +47,23 @@ def check_source(
 
 
 class SourceLines:
-    """The lines of the module holding a hit's source, read by the program that made the
-    hit; ``tree``: the checked file's intermediate form."""
+    """The lines of the module holding a hit's source, read by the lane (an analysis of the
+    project's program) that made the hit; ``tree``: the checked file's intermediate form."""
 
-    def __init__(self, program, key: str, tree):
-        self._program, self._key, self.tree = program, key, tree
-        self._programs: dict[int, object] = {}  # id(hit) -> its program, where not the first
+    def __init__(self, analysis, key: str, tree):
+        self._analysis, self._key, self.tree = analysis, key, tree
+        self._lanes: dict[int, object] = {}  # id(hit) -> its lane, where not the first
 
-    def made_by(self, hits: list, program) -> None:
+    def made_by(self, hits: list, analysis) -> None:
         for hit in hits:
-            self._programs[id(hit)] = program
+            self._lanes[id(hit)] = analysis
 
     def __call__(self, hit) -> list[str]:
         where = getattr(hit.helper, "path", None) or self._key
-        return self._programs.get(id(hit), self._program).lines_at(where)  # type: ignore[attr-defined]
+        return self._lanes.get(id(hit), self._analysis).lines_at(where)  # type: ignore[attr-defined]
 
     def file_lines(self) -> list[str]:
-        return self._program.lines_at(self._key)
+        return self._analysis.lines_at(self._key)
 
 
 def core_hits(
@@ -77,15 +77,15 @@ def core_hits(
     lines. ``tree``: the file's intermediate form, or what makes it, when a front end has one
     (the Fixit rule and the codemod lower libcst's module, only for a file worth it);
     Python's parser lowers it otherwise. ``names_source``: whether the text names a source,
-    when the caller knows (None: ask). Each configuration the run selected runs on the file
-    (lowered once); each hit carries the rule its configuration says reports it."""
+    when the caller knows (None: ask). The project's program runs every configuration the
+    run selected whose screens let the file through, in one pass over it
+    (:meth:`cgguard.static.core.program.Program.hits`); each hit carries the rule its
+    configuration says reports it."""
     if context is None:
         context = RunContext()
     root = context.roots.of_file(path) if path else None
     configurations = context.configurations
-    hits: list = []
-    lines: SourceLines | None = None
-    lowered = None
+    chosen = []
     for configuration in configurations:
         named = configuration.might_match(text)
         if len(configurations) == 1 and names_source is not None:
@@ -97,28 +97,27 @@ def core_hits(
             continue  # screened by the run: none of its sources, and none of its sinks
         elif not context.takes_a_count(text, path, root, configuration):
             continue  # no source here, and nothing it uses brings a count from another
-        # A configuration that follows no flow across modules reads each file alone, as
-        # outside any project: a fork's checkout and its package give the same findings.
-        program = context.program(root if configuration.follows_imports else None, configuration)
-        if lowered is None:
-            given = tree() if callable(tree) else tree
-        elif program.texts.get(os.path.abspath(path)) == text:
-            given = None  # this program read the text already
-        else:
-            given = lowered  # the form an earlier configuration's program lowered
-        module = program.add(path, text, given)
-        lowered = module.tree
-        key = module.path
-        found = [h for h in program.hits(module) if h.path is None or h.path == key]
-        found += [h for h in program.landing_hits(module) if h.path == key]
-        found = [replace(h, rule=configuration.rule_for(h.labels)) for h in found]
-        if lines is None:
-            lines = SourceLines(program, key, module.tree)
-        else:
-            lines.made_by(found, program)
-        hits += found
-    if lines is None:
+        chosen.append(configuration)
+    if not chosen:
         return [], None
+    # A configuration that follows no flow across modules reads each file alone, as
+    # outside any project: a fork's checkout and its package give the same findings.
+    program = context.program(root)
+    found = program.hits(path, text, tree, [c.name for c in chosen])
+    hits: list = []
+    lines: SourceLines | None = None
+    for configuration in chosen:
+        analysis = program.lane(configuration.name)
+        made = [
+            replace(h, rule=configuration.rule_for(h.labels)) for h in found[configuration.name]
+        ]
+        if lines is None:
+            key = os.path.abspath(path)
+            module = analysis.modules[key]
+            lines = SourceLines(analysis, key, module.tree if module is not None else None)
+        else:
+            lines.made_by(made, analysis)
+        hits += made
     return _unique(hits), lines
 
 

@@ -4,6 +4,9 @@ which of a project's imports may bring a count.
 
 The run (:mod:`.run`) makes one :class:`RunContext` and hands it to every file's check, so a
 module imported by many files is read, lowered and summarised once. Nothing is kept past it.
+A project's :class:`~cgguard.static.core.program.Program` runs every selected configuration
+over a file in one pass, each in its own lane: that configuration's analysis of the project
+(:meth:`RunContext.analysis`), which the screens ask too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from cgguard.static.driver.projectroot import ProjectRoots
 from cgguard.static.rules.configs import CONFIGURATIONS, Configuration, selected
 
 if TYPE_CHECKING:
+    from cgguard.static.core.analysis import Analysis
     from cgguard.static.core.program import Program
     from cgguard.static.core.sinkreach import SinkReach
     from cgguard.static.driver.prescan import Prescan
@@ -41,14 +45,16 @@ class RunContext:
         self.importing = tuple(c for c in self.configurations if c.follows_imports)
         self.roots = ProjectRoots()
         self.paths: dict[str | None, ModuleFiles] = {}
-        # (project root, configuration) -> its program
-        self.programs: dict[tuple[str | None, str], Program] = {}
+        # (project root, configuration) -> its analysis, a lane of the project's program
+        self.analyses: dict[tuple[str | None, str], Analysis] = {}
+        # project root -> its program (one per run and project, every lane in it)
+        self.programs: dict[str | None, Program] = {}
         # (project root, configuration, an import's (module, name)) -> whether it may bring a count
         self.lends: dict[tuple[str | None, str, tuple[str, str | None]], bool] = {}
         # (project root, the sources' names, a module's dotted name) -> whether its text names
         # one: asked once per module and configuration, not once per name imported from it
         self.sourced: dict[tuple[str | None, tuple[str, ...], str], bool] = {}
-        # A module's path -> (its text, its intermediate form): each configuration's program
+        # A module's path -> (its text, its intermediate form): each configuration's analysis
         # reads the form Python's parser gave once, not a parse of its own.
         self.lowered: dict[str, tuple[str, object]] = {}
         # (project root, configuration) -> a file's path -> whether its bytes on disk name a
@@ -82,21 +88,38 @@ class RunContext:
             self.prescan.close()
             self.prescan = None
 
-    def program(self, root: str | None, configuration: Configuration | None = None) -> Program:
-        """The program of ``configuration`` (the run's first where None) for a project root."""
-        configuration = configuration or (*self.configurations, *CONFIGURATIONS)[0]
-        found = self.programs.get((root, configuration.name))
+    def program(self, root: str | None) -> Program:
+        """The program of the project at ``root``: a lane per configuration the run
+        selected, each that configuration's :meth:`analysis` (of no project where it
+        follows no flow across modules)."""
+        found = self.programs.get(root)
         if found is None:
             from cgguard.static.core.program import Program
 
-            found = Program(
+            by_name = {c.name: c for c in self.configurations}
+
+            def lane(name: str) -> Analysis:
+                configuration = by_name[name]
+                return self.analysis(root if configuration.follows_imports else None, configuration)
+
+            found = self.programs[root] = Program(root, lane)
+        return found
+
+    def analysis(self, root: str | None, configuration: Configuration | None = None) -> Analysis:
+        """The analysis of ``configuration`` (the run's first where None) for a project root."""
+        configuration = configuration or (*self.configurations, *CONFIGURATIONS)[0]
+        found = self.analyses.get((root, configuration.name))
+        if found is None:
+            from cgguard.static.core.analysis import Analysis
+
+            found = Analysis(
                 configuration.model(),
                 root,
                 lower=self._lower,
                 paths=self.module_files(root),
                 derive_when_asked=lambda: self._derives_here(root, configuration),
             )
-            self.programs[root, configuration.name] = found
+            self.analyses[root, configuration.name] = found
             if root is not None and configuration.follows_imports:
                 self.sink_reach(root, configuration)
         return found
@@ -123,9 +146,9 @@ class RunContext:
         through it (summaries, classes) is still read again."""
         root = self.roots.of_file(path) if path else None
         self.close()  # a helper's list read the files before this change
-        for (at, _), program in self.programs.items():
+        for (at, _), analysis in self.analyses.items():
             if at == root:
-                program.forget_file(path)
+                analysis.forget_file(path)
         self.lends = {k: v for k, v in self.lends.items() if k[0] != root}
         self.sourced = {k: v for k, v in self.sourced.items() if k[0] != root}
         key = os.path.abspath(path)
@@ -211,7 +234,7 @@ class RunContext:
     def sink_reach(self, root: str, configuration: Configuration) -> SinkReach:
         """What the project's modules say for ``configuration`` (:mod:`.sinkreach`)."""
         key = (root, configuration.name)
-        return self.program(root, configuration).sink_reach(
+        return self.analysis(root, configuration).sink_reach(
             configuration.sink_words,
             configuration.mentions_sink_word,
             self.sink_named.setdefault(key, {}),
@@ -273,9 +296,9 @@ class RunContext:
             return False
         from cgguard.static.core.outlines import holds_word
 
-        program = self.program(root, configuration)
+        analysis = self.analysis(root, configuration)
         key = os.path.abspath(path)
-        outline = program.outlines.of_text(key, text)
+        outline = analysis.outlines.of_text(key, text)
         code = outline.code or ""
         # Every name an import brings is spelled with the name it binds (``helper``,
         # ``module.helper``, ``Klass(``): an import whose name the code never uses brings
@@ -283,34 +306,34 @@ class RunContext:
         # function, one in ``try`` and its ``except``) is asked about both.
         for local, specs in outline.imports.items():
             for spec in dict.fromkeys(specs):
-                if self._may_lend(program, configuration, spec) and holds_word(code, local):
-                    words = program.outline_words(key, text, {local: spec})
+                if self._may_lend(analysis, configuration, spec) and holds_word(code, local):
+                    words = analysis.outline_words(key, text, {local: spec})
                     if any(holds_word(code, w) for w in words):
                         return True
         if not any(outline.classes.values()):
             return False  # no class with a base: none to take a member from
-        return any(holds_word(code, w) for w in program.outline_words(key, text))
+        return any(holds_word(code, w) for w in analysis.outline_words(key, text))
 
     def _may_lend(
-        self, program: Program, configuration: Configuration, spec: tuple[str, str | None]
+        self, analysis: Analysis, configuration: Configuration, spec: tuple[str, str | None]
     ) -> bool:
         """Can an import of ``spec`` bring a count: does its module, or the module it
         imports from a package, name a source (the core's own question, on their text)?"""
-        key = (program.root, configuration.name, spec)
+        key = (analysis.root, configuration.name, spec)
         found = self.lends.get(key)
         if found is None:
             module, attr = spec
-            found = self._names_a_source(program, module)
+            found = self._names_a_source(analysis, module)
             if not found and attr is not None:
-                file = program.module_file(module)
+                file = analysis.module_file(module)
                 if file is None or file.endswith("__init__.py"):  # a package's module
-                    found = self._names_a_source(program, f"{module}.{attr}")
+                    found = self._names_a_source(analysis, f"{module}.{attr}")
             self.lends[key] = found
         return found
 
-    def _names_a_source(self, program: Program, module: str) -> bool:
-        key = (program.root, program.source_words, module)
+    def _names_a_source(self, analysis: Analysis, module: str) -> bool:
+        key = (analysis.root, analysis.source_words, module)
         found = self.sourced.get(key)
         if found is None:
-            found = self.sourced[key] = program.may_name_a_source(module)
+            found = self.sourced[key] = analysis.may_name_a_source(module)
         return found
