@@ -80,14 +80,7 @@ def once(lanes: Sequence[Lane]) -> list[list[Hit]]:
                     words[at].add(func.name)
                 words[at].update(st.attr for st in flow.stored if st.attr)
                 words[at].update(flow.stored_lists)
-    scopes = {
-        at: [
-            (stmts, cls)
-            for stmts, cls in _own_statements(lanes[at][1])
-            if any(mentions(lines[at], st.span, words[at]) for st in stmts)
-        ]
-        for at in walking
-    }
+    scopes = {at: _scopes_naming(lanes[at][1], lines[at], words[at]) for at in walking}
     for scope_group in side_by_side(scopes, _scope_id):
         for (at, _), flow in zip(scope_group, _walk_scopes(lanes, scope_group)):
             flows[at].append((flow, None))
@@ -98,8 +91,8 @@ def once(lanes: Sequence[Lane]) -> list[list[Hit]]:
 
 
 def landing_hits(lane: ModuleHits, module: ModuleInfo) -> list[Hit]:
-    """Hits that land in ``module`` from the project's other modules: at the return of a
-    helper of it that every importer takes as a block count), for one lane."""
+    """Hits that land in ``module`` from the project's other modules, for one lane: at the
+    return of a helper of it that every importer takes as a block count."""
     names = set()
     for func in module.functions.values():
         if not mentions(lane.index.lines(module), func.node.span, set(lane.index.source_words)):
@@ -151,14 +144,7 @@ def _may_hit(lanes: Sequence[Lane]) -> list[bool]:
         for (at, _), flow in zip(group, function_flows(asked, walk=True)):
             if flow is not None and flow.hits:
                 may[at] = True
-    scopes = {
-        at: [
-            (stmts, cls)
-            for stmts, cls in _own_statements(lanes[at][1])
-            if any(mentions(lines[at], st.span, words[at]) for st in stmts)
-        ]
-        for at in words
-    }
+    scopes = {at: _scopes_naming(lanes[at][1], lines[at], found) for at, found in words.items()}
     for scope_group in side_by_side(scopes, _scope_id):
         scope_group = [(at, scope) for at, scope in scope_group if may[at] is None]
         for (at, _), flow in zip(scope_group, _walk_scopes(lanes, scope_group)):
@@ -167,18 +153,23 @@ def _may_hit(lanes: Sequence[Lane]) -> list[bool]:
     return [bool(m) for m in may]
 
 
-def _own_statements(
-    module: ModuleInfo,
-) -> Iterator[tuple[tuple[ir.Stmt, ...], ir.ClassDef | None]]:
-    """Each class's and the module's own statements: its functions and classes are scopes
-    of their own."""
+Scope = tuple[tuple[ir.Stmt, ...], ir.ClassDef | None]
+
+
+def _scopes_naming(module: ModuleInfo, lines: list[str], words: set[str]) -> list[Scope]:
+    """The module's and each class's own statements (its functions and classes are scopes
+    of their own), with the class, where one of them names one of ``words``."""
+    found: list[Scope] = []
     for scope, cls in class_and_module_scopes(module):
-        yield tuple(st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)), cls
+        stmts: tuple[ir.Stmt, ...] = tuple(
+            st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)
+        )
+        if any(mentions(lines, st.span, words) for st in stmts):
+            found.append((stmts, cls))
+    return found
 
 
-def _walk_scopes(
-    lanes: Sequence[Lane], group: list[tuple[int, tuple[tuple[ir.Stmt, ...], ir.ClassDef | None]]]
-) -> list[ScopeFlow]:
+def _walk_scopes(lanes: Sequence[Lane], group: list[tuple[int, Scope]]) -> list[ScopeFlow]:
     """The flows of one class's or the module's own statements, for each lane of ``group``,
     walked once side by side."""
     if not group:
@@ -192,7 +183,7 @@ def _node_id(func: FunctionInfo) -> Hashable:
     return id(func.node)
 
 
-def _scope_id(scope: tuple[tuple[ir.Stmt, ...], ir.ClassDef | None]) -> Hashable:
+def _scope_id(scope: Scope) -> Hashable:
     stmts, cls = scope
     return (id(cls), id(stmts[0]) if stmts else None)
 
