@@ -118,3 +118,22 @@ def test_side_by_side_keeps_each_lanes_order_and_pairs_the_heads():
     ]
     for lane, queue in queues.items():
         assert [item for group in groups for at, item in group if at == lane] == queue
+
+
+def test_side_by_side_reads_a_queue_only_once_its_last_group_is_done():
+    """A lane's first walk stops at its first hit, as it would alone: its queue is not read
+    further (nor its functions' text asked) once a group it was in decided it."""
+    read: list[tuple[int, str]] = []
+    decided: set[int] = set()
+
+    def lane(at: int, items: str):
+        for item in items:
+            if at in decided:
+                return
+            read.append((at, item))
+            yield item
+
+    for group in modulepass.side_by_side({0: lane(0, "abc"), 1: lane(1, "abc")}, str):
+        if group[0][1] == "a":
+            decided.add(0)
+    assert read == [(0, "a"), (1, "a"), (1, "b"), (1, "c")]

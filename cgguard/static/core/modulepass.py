@@ -12,8 +12,8 @@ would alone, so a lane's hits are the same whichever lanes run beside it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import TypeVar, cast
 
 from cgguard.static.core import ir
 from cgguard.static.core.controlflow import Walker
@@ -27,6 +27,7 @@ from cgguard.static.core.words import mentions
 
 Lane = tuple[ModuleHits, ModuleInfo]
 T = TypeVar("T")
+_END = object()  # a queue's end (see side_by_side)
 
 
 def settled_hits(lanes: Sequence[Lane]) -> list[list[Hit]]:
@@ -134,19 +135,31 @@ def _may_hit(lanes: Sequence[Lane]) -> list[bool]:
         else:
             words[at] = found
     lines = {at: lanes[at][0].index.lines(lanes[at][1]) for at in words}
-    funcs = {
-        at: [f for f in all_functions(lanes[at][1]) if mentions(lines[at], f.node.span, words[at])]
-        for at in words
-    }
+
+    def undecided(at: int, items: Iterable[T]) -> Iterator[T]:
+        # A lane's functions or scopes, read (and their text asked) only while no walk of
+        # the lane has made a hit: as a lane alone stops at its first.
+        for item in items:
+            if may[at] is not None:
+                return
+            yield item
+
+    def naming(at: int) -> Iterator[FunctionInfo]:
+        for func in undecided(at, all_functions(lanes[at][1])):
+            if mentions(lines[at], func.node.span, words[at]):
+                yield func
+
+    funcs = {at: naming(at) for at in words}
     for group in side_by_side(funcs, _node_id):
-        group = [(at, func) for at, func in group if may[at] is None]
         asked = [(lanes[at][0].summaries, func) for at, func in group]
         for (at, _), flow in zip(group, function_flows(asked, walk=True)):
             if flow is not None and flow.hits:
                 may[at] = True
-    scopes = {at: _scopes_naming(lanes[at][1], lines[at], found) for at, found in words.items()}
+    scopes = {
+        at: undecided(at, _scopes_naming(lanes[at][1], lines[at], found))
+        for at, found in words.items()
+    }
     for scope_group in side_by_side(scopes, _scope_id):
-        scope_group = [(at, scope) for at, scope in scope_group if may[at] is None]
         for (at, _), flow in zip(scope_group, _walk_scopes(lanes, scope_group)):
             if flow.hits:
                 may[at] = True
@@ -156,17 +169,15 @@ def _may_hit(lanes: Sequence[Lane]) -> list[bool]:
 Scope = tuple[tuple[ir.Stmt, ...], ir.ClassDef | None]
 
 
-def _scopes_naming(module: ModuleInfo, lines: list[str], words: set[str]) -> list[Scope]:
+def _scopes_naming(module: ModuleInfo, lines: list[str], words: set[str]) -> Iterator[Scope]:
     """The module's and each class's own statements (its functions and classes are scopes
     of their own), with the class, where one of them names one of ``words``."""
-    found: list[Scope] = []
     for scope, cls in class_and_module_scopes(module):
         stmts: tuple[ir.Stmt, ...] = tuple(
             st for st in scope if not isinstance(st, ir.FunctionDef | ir.ClassDef)
         )
         if any(mentions(lines, st.span, words) for st in stmts):
-            found.append((stmts, cls))
-    return found
+            yield stmts, cls
 
 
 def _walk_scopes(lanes: Sequence[Lane], group: list[tuple[int, Scope]]) -> list[ScopeFlow]:
@@ -189,18 +200,25 @@ def _scope_id(scope: Scope) -> Hashable:
 
 
 def side_by_side(
-    queues: dict[int, list[T]], key: Callable[[T], Hashable]
+    queues: Mapping[int, Iterable[T]], key: Callable[[T], Hashable]
 ) -> Iterator[list[tuple[int, T]]]:
     """The items of each lane's queue in the lane's own order, those at the head of
     several queues with the same ``key`` (the same function or scope of the one tree)
-    given together."""
-    heads = {at: 0 for at, queue in queues.items() if queue}
+    given together. A queue is read one item ahead, and only once the group holding its
+    last item is done with: a lazy queue can stop on what that group found."""
+    rest = {at: iter(queue) for at, queue in queues.items()}
+    heads: dict[int, T] = {}
+    for at, items in rest.items():
+        for item in items:
+            heads[at] = item
+            break
     while heads:
-        first = next(iter(heads))
-        wanted = key(queues[first][heads[first]])
-        group = [(at, queues[at][i]) for at, i in heads.items() if key(queues[at][i]) == wanted]
-        for at, _ in group:
-            heads[at] += 1
-            if heads[at] == len(queues[at]):
-                del heads[at]
+        wanted = key(next(iter(heads.values())))
+        group = [(at, item) for at, item in heads.items() if key(item) == wanted]
         yield group
+        for at, _ in group:
+            following: object = next(rest[at], _END)
+            if following is _END:
+                del heads[at]
+            else:
+                heads[at] = cast(T, following)
