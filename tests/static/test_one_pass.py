@@ -137,3 +137,17 @@ def test_side_by_side_reads_a_queue_only_once_its_last_group_is_done():
         if group[0][1] == "a":
             decided.add(0)
     assert read == [(0, "a"), (1, "a"), (1, "b"), (1, "c")]
+
+
+def test_a_lane_that_follows_no_import_is_one_analysis_of_no_project(tmp_path):
+    """CGG003's configurations read each file as outside any project: every project's
+    program holds the same analysis as their lane, with no root; CGG001's lane is the
+    project's own."""
+    context = RunContext()
+    first, second = (tmp_path / "a", tmp_path / "b")
+    one, other = context.program(str(first)), context.program(str(second))
+    for name in ("tokens-where-requests-belong", "requests-where-tokens-belong"):
+        assert one.lane(name) is other.lane(name)
+        assert one.lane(name).root is None
+    assert one.lane("capture-size-blocks").root == str(first)
+    assert other.lane("capture-size-blocks").root == str(second)
