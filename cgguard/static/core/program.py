@@ -7,8 +7,9 @@ configuration follows no flow across modules reads the project as outside any: i
 analysis has no root, and another project's program may hold the same one.
 
 :meth:`Program.hits` reads a file once for every lane asked: Python's parser and the
-lowering run once, every lane indexes that one tree, and each scope a lane walks is walked
-once for every lane that walks it, their states side by side (:mod:`.modulepass`). A lane
+lowering run once, every lane indexes that one tree, and a scope that several lanes pick
+at the same point of their order is walked once for all of them, their states side by side
+(:mod:`.modulepass`). A lane
 finds the same hits beside the others as alone: each asks its own summaries, in its own
 order, and settles its own rounds.
 """
