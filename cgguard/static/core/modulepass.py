@@ -196,7 +196,7 @@ def _node_id(func: FunctionInfo) -> Hashable:
 
 def _scope_id(scope: Scope) -> Hashable:
     stmts, cls = scope
-    return (id(cls), id(stmts[0]) if stmts else None)
+    return (id(cls), id(stmts[0]))  # a scope is walked only where a statement names a word
 
 
 def side_by_side(
@@ -208,17 +208,19 @@ def side_by_side(
     last item is done with: a lazy queue can stop on what that group found."""
     rest = {at: iter(queue) for at, queue in queues.items()}
     heads: dict[int, T] = {}
-    for at, items in rest.items():
-        for item in items:
-            heads[at] = item
-            break
+
+    def advance(at: int) -> None:
+        following: object = next(rest[at], _END)
+        if following is _END:
+            heads.pop(at, None)
+        else:
+            heads[at] = cast(T, following)
+
+    for at in rest:
+        advance(at)
     while heads:
         wanted = key(next(iter(heads.values())))
         group = [(at, item) for at, item in heads.items() if key(item) == wanted]
         yield group
         for at, _ in group:
-            following: object = next(rest[at], _END)
-            if following is _END:
-                del heads[at]
-            else:
-                heads[at] = cast(T, following)
+            advance(at)

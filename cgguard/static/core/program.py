@@ -48,10 +48,10 @@ class Program:
         """The hits in the file's own code, of each lane named, by lane: those its scopes
         make and those that land in it from the project's modules that import its helpers.
         The file (``path``, its ``text``) is lowered once, or ``tree`` gives its form."""
+        lanes = [self.lane(name) for name in names]
         modules = []
         lowered: ir.Module | None = None
-        for name in names:
-            analysis = self.lane(name)
+        for analysis in lanes:
             given: ir.Module | None
             if lowered is None:
                 given = tree() if callable(tree) else tree
@@ -62,7 +62,6 @@ class Program:
             module = analysis.add(path, text, given)
             lowered = module.tree
             modules.append(module)
-        lanes = [self.lane(name) for name in names]
         found = settled_hits([(a.module_hits, m) for a, m in zip(lanes, modules)])
         out: dict[str, list[Hit]] = {}
         for name, analysis, module, hits in zip(names, lanes, modules, found):
